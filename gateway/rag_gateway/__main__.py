@@ -1,0 +1,12 @@
+"""``python -m rag_gateway``: serve the HTTP API alone, configured by environment."""
+
+import uvicorn
+
+from rag_common.runner import configure_logging, load_settings
+from rag_gateway.app import create_app
+from rag_gateway.settings import GatewaySettings
+
+if __name__ == "__main__":
+    settings = load_settings(GatewaySettings)
+    configure_logging()
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

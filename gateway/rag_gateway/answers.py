@@ -1,0 +1,71 @@
+"""Waiting for answers: one subscription per gateway replica, one queue per request in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer
+
+log = logging.getLogger("rag.gateway")
+
+Event = AnswerDelta | QueryAnswer | AnswerError
+MODELS: dict[str, type[Event]] = {"delta": AnswerDelta, "final": QueryAnswer, "error": AnswerError}
+
+
+@dataclass
+class Pending:
+    """A request in flight: events in arrival order, and the generator attempt we follow."""
+
+    queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+    attempt: str | None = None
+    done: bool = False
+
+
+class AnswerHub:
+    """Routes ``rag.answer.<gateway>.<request>.<kind>`` messages to the request waiting for them.
+
+    A redelivered stage can send a second final answer or a second stream of deltas; the hub
+    passes on only the first final and only the deltas of the first generator attempt it saw.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Pending] = {}
+
+    def open(self, request_id: str) -> Pending:
+        pending = Pending()
+        self._pending[request_id] = pending
+        return pending
+
+    def close(self, request_id: str) -> None:
+        self._pending.pop(request_id, None)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def deliver(self, subject: str, body: bytes) -> None:
+        parts = subject.split(".")
+        if len(parts) < 2:
+            return
+        request_id, kind = parts[-2], parts[-1]
+        pending = self._pending.get(request_id)
+        model = MODELS.get(kind)
+        if pending is None or model is None or pending.done:
+            return  # late, duplicate or unknown: the client already has its answer
+        try:
+            event = model.model_validate_json(body)
+        except ValidationError as exc:
+            log.warning("dropping malformed %s for %s: %s", kind, request_id, exc)
+            return
+        if isinstance(event, AnswerDelta):
+            if pending.attempt is None:
+                pending.attempt = event.attempt
+            if event.attempt != pending.attempt:
+                return
+        else:
+            pending.done = True
+        pending.queue.put_nowait(event)

@@ -1,0 +1,148 @@
+"""Asking questions: a JSON answer, or the answer streamed as server-sent events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rag_common import subjects
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested
+from rag_common.telemetry import current_trace_id
+from rag_common.vectors import valid_collection
+from rag_gateway.answers import Event, Pending
+from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.errors import ApiError, request_id
+
+router = APIRouter(prefix="/v1", tags=["query"])
+
+# Fields of the final message that are plumbing, not part of the HTTP contract.
+INTERNAL_FIELDS = {"type", "started_at"}
+
+
+class QueryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(..., max_length=4000, description="the question, in natural language")
+    session_id: str | None = Field(None, max_length=128)
+    collection: str = "default"
+    filters: dict[str, Any] = Field(default_factory=dict, description='payload filters, e.g. {"source": "faq.md"}')
+    selected_text: str | None = Field(None, max_length=8000, description="text the user selected on a page")
+
+    @field_validator("question")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question must not be empty")
+        return value.strip()
+
+    @field_validator("collection")
+    @classmethod
+    def _collection(cls, value: str) -> str:
+        if not valid_collection(value):
+            raise ValueError("collection must be 1-63 lowercase letters, digits, '-' or '_'")
+        return value
+
+
+async def submit(gateway: Gateway, body: QueryIn, rid: str) -> Pending:
+    """Publish the question to the first stage; the answer will come back on our own subject."""
+    pending = gateway.hub.open(rid)
+    message = QueryRequested(
+        request_id=rid,
+        gateway_id=gateway.settings.gateway_id,
+        question=body.question,
+        session_id=body.session_id,
+        collection=body.collection,
+        filters=body.filters,
+        selected_text=body.selected_text,
+        trace_id=current_trace_id(),
+    )
+    try:
+        await gateway.broker.publish(
+            message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers={"Nats-Msg-Id": f"{rid}:requested"}
+        )
+    except Exception as exc:
+        gateway.hub.close(rid)
+        raise ApiError(503, "unavailable", f"could not queue the question: {exc}") from exc
+    return pending
+
+
+async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Event:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s")
+    try:
+        return await asyncio.wait_for(pending.queue.get(), timeout=remaining)
+    except TimeoutError:
+        raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s") from None
+
+
+def answer_body(answer: QueryAnswer, started: float, gateway: Gateway) -> dict[str, Any]:
+    body = answer.model_dump(exclude=INTERNAL_FIELDS)
+    body["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
+    metrics = gateway.metrics
+    metrics.queries.labels("refused" if answer.flags.get("refused") else "answered", answer.route.tier).inc()
+    for flag, raised in answer.flags.items():
+        if raised:
+            metrics.flags.labels(flag).inc()
+    for stage, ms in answer.timings_ms.items():
+        metrics.stage_ms.labels(stage).observe(ms / 1000)
+    return body
+
+
+def raise_for(error: AnswerError) -> None:
+    raise ApiError(error.status, error.code, error.message)
+
+
+@router.post("/query")
+async def query(body: QueryIn, request: Request, gateway: GatewayDep) -> dict[str, Any]:
+    """Answer a question with citations, route, flags, usage, timings and trace id."""
+    started = time.perf_counter()
+    rid = request_id(request)
+    pending = await submit(gateway, body, rid)
+    deadline = time.monotonic() + gateway.settings.query_timeout_s
+    try:
+        while True:
+            event = await next_event(gateway, pending, deadline)
+            if isinstance(event, AnswerError):
+                raise_for(event)
+            if isinstance(event, QueryAnswer):
+                return answer_body(event, started, gateway)
+    finally:
+        gateway.hub.close(rid)
+
+
+@router.post("/query/stream", response_class=EventSourceResponse)
+async def query_stream(body: QueryIn, request: Request, gateway: GatewayDep) -> AsyncIterator[ServerSentEvent]:
+    """``token`` events as the generator produces text, then one ``done`` (the full answer) or ``error``."""
+    started = time.perf_counter()
+    rid = request_id(request)
+    try:
+        pending = await submit(gateway, body, rid)
+    except ApiError as exc:
+        yield ServerSentEvent(event="error", data={"code": exc.code, "message": exc.message, "request_id": rid})
+        return
+    deadline = time.monotonic() + gateway.settings.query_timeout_s
+    try:
+        while True:
+            try:
+                event = await next_event(gateway, pending, deadline)
+            except ApiError as exc:
+                yield ServerSentEvent(event="error", data={"code": exc.code, "message": exc.message, "request_id": rid})
+                return
+            if isinstance(event, AnswerDelta):
+                yield ServerSentEvent(event="token", data={"text": event.text})
+            elif isinstance(event, AnswerError):
+                error = {"code": event.code, "message": event.message, "request_id": rid, "status": event.status}
+                yield ServerSentEvent(event="error", data=error)
+                return
+            else:
+                yield ServerSentEvent(event="done", data=answer_body(event, started, gateway))
+                return
+    finally:
+        gateway.hub.close(rid)

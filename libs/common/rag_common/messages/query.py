@@ -1,0 +1,128 @@
+"""Messages of the query path: one model per stage, each extending the one before.
+
+A stage receives the previous stage's model and publishes its own, so every field a later stage or
+the gateway needs travels with the question and nothing is looked up twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_common.messages.base import Message, Timed
+
+Tier = Literal["fast", "strong", "greeting"]
+
+
+class Passage(BaseModel):
+    """A retrieved chunk as the client sees it in ``passages`` and ``citations``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    n: int
+    source: str
+    section: str = ""
+    page: int | None = None
+    chunk_index: int = 0
+    score: float = 0.0
+    text: str = ""
+    document_id: str = ""
+    similarity: float = 0.0  # dense cosine similarity to the question, used for the refusal threshold
+    kind: str = "text"
+
+
+class Route(BaseModel):
+    """The router's decision and why, shown to the client verbatim."""
+
+    tier: Tier
+    model: str = ""
+    score: int = 0
+    signals: dict[str, int] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class QueryRequested(Timed):
+    type: str = "rag.query.requested.v1"
+    gateway_id: str
+    question: str
+    session_id: str | None = None
+    collection: str = "default"
+    filters: dict[str, Any] = Field(default_factory=dict)
+    selected_text: str | None = None
+    trace_id: str = ""
+
+
+class QueryRouted(QueryRequested):
+    type: str = "rag.query.routed.v1"
+    route: Route
+    canned_answer: str | None = None  # set for greetings: no retrieval, no LLM
+
+
+class QueryRetrieved(QueryRouted):
+    type: str = "rag.query.retrieved.v1"
+    passages: list[Passage] = Field(default_factory=list)
+    refused: bool = False
+    refusal_reason: str | None = None
+
+
+class QueryDrafted(QueryRetrieved):
+    type: str = "rag.query.drafted.v1"
+    answer: str
+    model: str
+    citations: list[Passage] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class QueryAnswer(Timed):
+    """The final answer, exactly the JSON body of ``POST /v1/query``."""
+
+    type: str = "rag.answer.final.v1"
+    answer: str
+    model: str
+    citations: list[Passage]
+    passages: list[Passage]
+    route: Route
+    flags: dict[str, bool]
+    flag_details: dict[str, Any] = Field(default_factory=dict)
+    flagged: bool
+    usage: Usage
+    trace_id: str = ""
+    collection: str = "default"
+    session_id: str | None = None
+
+
+class AnswerDelta(Message):
+    """One streamed piece of answer text; ``attempt`` tells deltas of a redelivered stage apart."""
+
+    type: str = "rag.answer.delta.v1"
+    request_id: str
+    attempt: str
+    seq: int
+    text: str
+
+
+class AnswerError(Message):
+    """A query that cannot be answered; ``status`` is the HTTP status the gateway returns."""
+
+    type: str = "rag.answer.error.v1"
+    request_id: str
+    code: str
+    message: str
+    status: int = 500
+
+
+M = TypeVar("M", bound=QueryRequested)
+
+
+def advance(target: type[M], previous: QueryRequested, /, **fields: Any) -> M:
+    """Build the next stage's message from the previous one, keeping every field it carried."""
+    data = previous.model_dump(exclude={"type"})
+    data.update(fields)
+    return target.model_validate(data)

@@ -1,0 +1,69 @@
+"""Every NATS subject, stream, consumer and bucket name of the system, in one place.
+
+Services import names from here and nowhere else, so renaming a subject is a one-line change and
+a reader can see the whole wire layout at a glance.
+"""
+
+from __future__ import annotations
+
+PREFIX = "rag"
+
+# --- Ingest: JetStream work queue, file storage -------------------------------------------------
+INGEST_STREAM = "RAG_INGEST"
+INGEST_SUBJECTS = f"{PREFIX}.ingest.>"
+INGEST_REQUESTED = f"{PREFIX}.ingest.requested"  # rag.ingest.requested.v1
+INGEST_DELETE = f"{PREFIX}.ingest.delete"  # rag.ingest.delete.v1
+INGEST_CONSUMER = "ingest"
+INGEST_DELETE_CONSUMER = "ingest-delete"
+
+# --- Query: one subject per stage, JetStream work queue, memory storage --------------------------
+QUERY_STREAM = "RAG_QUERY"
+QUERY_SUBJECTS = f"{PREFIX}.query.>"
+QUERY_REQUESTED = f"{PREFIX}.query.requested"
+QUERY_ROUTED = f"{PREFIX}.query.routed"
+QUERY_RETRIEVED = f"{PREFIX}.query.retrieved"
+QUERY_DRAFTED = f"{PREFIX}.query.drafted"
+ROUTER_CONSUMER = "router"
+RETRIEVER_CONSUMER = "retriever"
+GENERATOR_CONSUMER = "generator"
+EVALUATOR_CONSUMER = "evaluator"
+
+# --- Dead letters (a stream of their own, so nothing that failed is lost) ------------------------
+DLQ_STREAM = "RAG_DLQ"
+DLQ_SUBJECTS = f"{PREFIX}.dlq.>"
+
+
+def dlq_subject(area: str, stage: str) -> str:
+    """Dead-letter subject for a failed message, e.g. ``rag.dlq.ingest.requested``."""
+    return f"{PREFIX}.dlq.{area}.{stage}"
+
+
+# --- Answers back to the gateway: core NATS, keyed by gateway replica and request id -------------
+ANSWER_PREFIX = f"{PREFIX}.answer"
+
+
+def answer_subject(gateway_id: str, request_id: str, kind: str) -> str:
+    """Where a stage sends ``delta``, ``final`` or ``error`` for one request."""
+    return f"{ANSWER_PREFIX}.{gateway_id}.{request_id}.{kind}"
+
+
+def answer_wildcard(gateway_id: str) -> str:
+    """The one subscription a gateway replica makes for all its requests."""
+    return f"{ANSWER_PREFIX}.{gateway_id}.*.*"
+
+
+# --- Control plane: request/reply pings for /readyz (outside every stream) ------------------------
+CONTROL_PREFIX = f"{PREFIX}.control"
+
+
+def ping_subject(service: str) -> str:
+    """Request/reply subject a service answers to prove it is up (not under any stream)."""
+    return f"{CONTROL_PREFIX}.ping.{service}"
+
+
+SERVICES = ("ingest", "router", "retriever", "generator", "evaluator")
+
+# --- Buckets -------------------------------------------------------------------------------------
+DOCUMENTS_BUCKET = "rag-documents"  # object store: uploaded bytes
+DOC_STATUS_BUCKET = "rag-doc-status"  # key-value: document status
+SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns (TTL)

@@ -1,0 +1,214 @@
+"""The vector store: one Qdrant collection per user collection, dense + BM25 vectors per chunk.
+
+Local mode (``path=``) allows a single client per folder, so a process shares one ``VectorStore``
+per location; with ``QDRANT_URL`` any number of processes talk to a Qdrant server.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from rag_common.embedding import DENSE_DIM, SparseVector
+
+DENSE = "dense"
+SPARSE = "bm25"
+COLLECTION_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+CORE_FILTER_KEYS = {"source", "section", "kind", "page", "document_id"}
+_POINT_NS = uuid.UUID("6f1d7c1e-3c55-4f4e-9b59-2f2f3c4a9d10")
+
+
+def valid_collection(name: str) -> bool:
+    """Collection names are lowercase slugs: they become part of a Qdrant collection name."""
+    return bool(COLLECTION_RE.match(name))
+
+
+def qdrant_collection(collection: str) -> str:
+    return f"rag_{collection}"
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """A chunk ready to store: its vectors and the payload a passage is built from."""
+
+    chunk_index: int
+    dense: list[float]
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    score: float
+    similarity: float
+    payload: dict[str, Any]
+
+
+class VectorStore:
+    """Thin typed layer over ``QdrantClient`` with the few operations the services need."""
+
+    def __init__(self, client: QdrantClient, *, local: bool) -> None:
+        self.client = client
+        self.local = local
+        # Local mode is not safe for concurrent threads; a server needs no lock.
+        self._lock: threading.Lock | None = threading.Lock() if local else None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        if self._lock is None:
+            yield
+        else:
+            with self._lock:
+                yield
+
+    def ping(self) -> bool:
+        with self._guard():
+            self.client.get_collections()
+        return True
+
+    def collection_exists(self, collection: str) -> bool:
+        with self._guard():
+            return self.client.collection_exists(qdrant_collection(collection))
+
+    def ensure_collection(self, collection: str) -> None:
+        name = qdrant_collection(collection)
+        with self._guard():
+            if self.client.collection_exists(name):
+                return
+            self.client.create_collection(
+                name,
+                vectors_config={DENSE: models.VectorParams(size=DENSE_DIM, distance=models.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            )
+            if not self.local:
+                for key in ("document_id", "source"):
+                    self.client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+
+    def document_version(self, collection: str, document_id: str) -> str | None:
+        """Content hash of the indexed version of a document, or None if it is not indexed."""
+        name = qdrant_collection(collection)
+        with self._guard():
+            if not self.client.collection_exists(name):
+                return None
+            points, _ = self.client.scroll(
+                name, scroll_filter=_match("document_id", document_id), limit=1, with_payload=["content_hash"]
+            )
+        return str(points[0].payload["content_hash"]) if points and points[0].payload else None
+
+    def replace_document(self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]) -> None:
+        """Write the new version's chunks, then drop the old version's: a failure leaves the old one."""
+        name = qdrant_collection(collection)
+        points = [
+            models.PointStruct(
+                id=str(uuid.uuid5(_POINT_NS, f"{document_id}:{version}:{c.chunk_index}")),
+                vector={
+                    DENSE: c.dense,
+                    SPARSE: models.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
+                },
+                payload={**c.payload, "document_id": document_id, "content_hash": version},
+            )
+            for c in chunks
+        ]
+        with self._guard():
+            for start in range(0, len(points), 256):
+                self.client.upsert(name, points=points[start : start + 256], wait=True)
+            stale = models.Filter(
+                must=[models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))],
+                must_not=[models.FieldCondition(key="content_hash", match=models.MatchValue(value=version))],
+            )
+            self.client.delete(name, points_selector=models.FilterSelector(filter=stale), wait=True)
+
+    def delete_document(self, collection: str, document_id: str) -> None:
+        name = qdrant_collection(collection)
+        with self._guard():
+            if self.client.collection_exists(name):
+                self.client.delete(
+                    name, points_selector=models.FilterSelector(filter=_match("document_id", document_id)), wait=True
+                )
+
+    def hybrid_search(
+        self,
+        collection: str,
+        dense: list[float],
+        sparse: SparseVector,
+        *,
+        limit: int,
+        prefetch_limit: int,
+        rrf_k: int,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Hit]:
+        """Dense and BM25 candidates fused by reciprocal rank fusion in Qdrant's Query API.
+
+        ``similarity`` is the dense cosine of each hit to the query (fusion scores are rank-based
+        and say nothing absolute), which the retriever's relevance threshold uses.
+        """
+        query_filter = build_filter(filters or {})
+        with self._guard():
+            result = self.client.query_points(
+                qdrant_collection(collection),
+                prefetch=[
+                    models.Prefetch(query=dense, using=DENSE, limit=prefetch_limit, filter=query_filter),
+                    models.Prefetch(
+                        query=models.SparseVector(indices=sparse.indices, values=sparse.values),
+                        using=SPARSE,
+                        limit=prefetch_limit,
+                        filter=query_filter,
+                    ),
+                ],
+                query=models.RrfQuery(rrf=models.Rrf(k=rrf_k)),
+                limit=limit,
+                with_payload=True,
+                with_vectors=[DENSE],
+            )
+        hits = []
+        for point in result.points:
+            vector = point.vector[DENSE] if isinstance(point.vector, dict) else point.vector
+            similarity = sum(a * b for a, b in zip(dense, vector, strict=False)) if vector else 0.0  # type: ignore[arg-type]
+            hits.append(Hit(score=float(point.score), similarity=float(similarity), payload=dict(point.payload or {})))
+        return hits
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _match(key: str, value: Any) -> models.Filter:
+    return models.Filter(must=[models.FieldCondition(key=key, match=models.MatchValue(value=value))])
+
+
+def build_filter(filters: dict[str, Any]) -> models.Filter | None:
+    """``{"source": "a.md", "team": ["x", "y"]}`` → a Qdrant filter; non-core keys are metadata."""
+    conditions: list[models.Condition] = []
+    for key, value in filters.items():
+        field = key if key in CORE_FILTER_KEYS else f"metadata.{key}"
+        if isinstance(value, list):
+            conditions.append(models.FieldCondition(key=field, match=models.MatchAny(any=value)))
+        else:
+            conditions.append(models.FieldCondition(key=field, match=models.MatchValue(value=value)))
+    return models.Filter(must=conditions) if conditions else None
+
+
+_stores_lock = threading.Lock()
+
+
+@cache
+def _open(url: str | None, path: str | None, api_key: str | None) -> VectorStore:
+    if url:
+        return VectorStore(QdrantClient(url=url, api_key=api_key), local=False)
+    assert path is not None
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return VectorStore(QdrantClient(path=path), local=True)
+
+
+def open_store(url: str | None, path: Path | None, api_key: str | None = None) -> VectorStore:
+    """The process-wide store for a location: a Qdrant server (``url``) or a local folder (``path``)."""
+    with _stores_lock:
+        return _open(url, str(path.resolve()) if path and not url else None, api_key)

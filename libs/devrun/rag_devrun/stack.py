@@ -1,0 +1,132 @@
+"""The whole system in one process: every service plus the gateway, still talking over NATS.
+
+``make run`` uses it, and so do the end-to-end tests. Each service keeps its own broker
+connection, settings and telemetry, exactly as if it ran in its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from faststream import FastStream
+from opentelemetry.sdk.trace import SpanProcessor
+
+from rag_common.natsserver import LocalNatsServer, ensure_nats
+from rag_common.telemetry import setup_telemetry
+from rag_evaluator.app import create_app as create_evaluator
+from rag_evaluator.settings import EvaluatorSettings
+from rag_gateway.app import create_app as create_gateway
+from rag_gateway.settings import GatewaySettings
+from rag_generator.app import create_app as create_generator
+from rag_generator.settings import GeneratorSettings
+from rag_ingest.app import create_app as create_ingest
+from rag_ingest.settings import IngestSettings
+from rag_retriever.app import create_app as create_retriever
+from rag_retriever.settings import RetrieverSettings
+from rag_router.app import create_app as create_router
+from rag_router.settings import RouterSettings
+
+log = logging.getLogger("rag.devrun")
+
+
+@dataclass
+class StackOptions:
+    """What differs between ``make run`` and a test: where things live and which ports are used."""
+
+    data_dir: Path = Path("data")
+    nats_url: str | None = None  # None: the NATS_URL setting (default nats://127.0.0.1:4222)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    metrics: bool = True  # per-service /metrics ports 9101-9105
+    span_processors: Sequence[SpanProcessor] = ()
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per service: settings fields
+
+
+class Stack:
+    """Start NATS (if none is reachable), the five services and the gateway; stop all of them."""
+
+    def __init__(self, options: StackOptions | None = None) -> None:
+        self.options = options or StackOptions()
+        self.nats_server: LocalNatsServer | None = None
+        self.apps: list[FastStream] = []
+        self.server: uvicorn.Server | None = None
+        self.serve_task: asyncio.Task[None] | None = None
+        self.base_url = ""
+        self.nats_url = ""
+
+    def _settings(self, cls: type[Any], service: str, **defaults: Any) -> Any:
+        values = {"nats_url": self.nats_url, "data_dir": self.options.data_dir, **defaults}
+        if not self.options.metrics:
+            values["metrics_port"] = 0
+        values.update(self.options.overrides.get(service, {}))
+        return cls(**values)
+
+    async def __aenter__(self) -> Stack:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _start(self) -> None:
+        url = self.options.nats_url or GatewaySettings().nats_url
+        self.nats_url, self.nats_server = await ensure_nats(url, self.options.data_dir / "nats")
+        if self.nats_server:
+            log.info(
+                "no NATS at %s: started nats-server at %s (store %s)", url, self.nats_url, self.nats_server.store_dir
+            )
+        processors = list(self.options.span_processors)
+        factories = [
+            (create_ingest, IngestSettings, "ingest"),
+            (create_router, RouterSettings, "router"),
+            (create_retriever, RetrieverSettings, "retriever"),
+            (create_generator, GeneratorSettings, "generator"),
+            (create_evaluator, EvaluatorSettings, "evaluator"),
+        ]
+        for create, settings_cls, name in factories:
+            app = create(self._settings(settings_cls, name), setup_telemetry(name, processors))
+            await app.start()
+            self.apps.append(app)
+        gateway_settings = self._settings(GatewaySettings, "gateway", host=self.options.host, port=self.options.port)
+        gateway = create_gateway(gateway_settings, setup_telemetry("gateway", processors))
+        config = uvicorn.Config(
+            gateway, host=self.options.host, port=self.options.port, log_level="warning", lifespan="on"
+        )
+        self.server = uvicorn.Server(config)
+        self.serve_task = asyncio.create_task(self.server.serve())
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if self.serve_task.done():
+                self.serve_task.result()
+                raise RuntimeError(f"gateway did not start on {self.options.host}:{self.options.port}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("gateway did not start within 60s")
+            await asyncio.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://{self.options.host}:{port}"
+
+    async def wait(self) -> None:
+        """Serve until the gateway stops (Ctrl-C or SIGTERM)."""
+        if self.serve_task:
+            await self.serve_task
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.server and self.serve_task:
+            self.server.should_exit = True
+            with contextlib.suppress(Exception):
+                await self.serve_task
+        for app in reversed(self.apps):
+            with contextlib.suppress(Exception):
+                await app.stop()
+        self.apps.clear()
+        if self.nats_server:
+            self.nats_server.stop()

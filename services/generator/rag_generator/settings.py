@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from rag_common.settings import ServiceSettings
+
+
+class GeneratorSettings(ServiceSettings):
+    """Generator settings; variables start with ``RAG_GENERATOR_``.
+
+    With no model configured (the default) answers are extractive and nothing leaves the machine.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RAG_GENERATOR_", extra="ignore", populate_by_name=True)
+
+    model_fast: str | None = Field(None, description="LiteLLM model string for the fast tier, e.g. openai/gpt-4o-mini")
+    model_strong: str | None = Field(None, description="LiteLLM model string for the strong tier")
+    fallbacks: list[str] = Field(default_factory=list, description="LiteLLM model strings tried when a tier fails")
+    api_base: str | None = Field(None, description="base URL of an OpenAI-compatible server (local LLM)")
+    api_key: SecretStr | None = Field(None, description="API key passed to LiteLLM (else provider env vars)")
+    temperature: float = Field(0.1, ge=0, le=2)
+    max_tokens: int = Field(512, ge=16, le=8192)
+    timeout_s: float = Field(60.0, gt=0)
+    num_retries: int = Field(2, ge=0, le=10)
+    extractive_sentences: int = Field(3, ge=1, le=10)
+    metrics_port: int = 9104
+
+    def model_for(self, tier: str) -> str | None:
+        """The model of a tier, falling back to the other tier's; None means extractive."""
+        if tier == "strong":
+            return self.model_strong or self.model_fast
+        return self.model_fast or self.model_strong

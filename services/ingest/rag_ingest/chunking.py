@@ -1,0 +1,203 @@
+"""Split parsed blocks into retrieval chunks.
+
+Structure comes first: a chunk never spans two heading paths or two pages, so a retrieved
+passage reads as one coherent piece and its citation (section, page) is exact. Only a block too
+long for the embedding model is cut into overlapping token windows. Sizes are measured with the
+caller's `count_tokens`, so they match what the embedding model actually sees.
+"""
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag_ingest.parsing import Block
+
+TokenCounter = Callable[[str], int]
+
+_WORD = re.compile(r"\S+")
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A retrievable passage with everything needed to cite it and to re-ingest idempotently."""
+
+    text: str
+    section: str  # leaf heading ("" if none)
+    section_path: tuple[str, ...]
+    page: int | None
+    chunk_index: int  # 0..n-1 in document order
+    kind: str  # "text" | "table" | "faq"
+    content_hash: str  # sha256 hex of section path + text; unchanged chunks need no re-embedding
+
+    @property
+    def embedding_text(self) -> str:
+        """What gets embedded: the section path gives a short passage the context it lacks."""
+        if not self.section_path:
+            return self.text
+        return " > ".join(self.section_path) + "\n" + self.text
+
+
+@dataclass(slots=True)
+class _Draft:
+    text: str
+    path: tuple[str, ...]
+    page: int | None
+    kind: str
+    tokens: int
+
+
+def chunk_blocks(
+    blocks: Sequence[Block],
+    count_tokens: TokenCounter,
+    *,
+    max_tokens: int = 200,
+    overlap_tokens: int = 40,
+    min_tokens: int = 24,
+) -> list[Chunk]:
+    """Pack blocks into chunks of at most `max_tokens` (FAQ pairs excepted), in document order.
+
+    Blocks of the same kind under the same heading path and page are packed together; a longer
+    block becomes windows overlapping by `overlap_tokens`; FAQ pairs stay whole and alone; a chunk
+    under `min_tokens` joins a neighbour of the same heading path and page when that fits.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    if not 0 <= overlap_tokens < max_tokens:
+        raise ValueError(f"overlap_tokens must be >= 0 and < max_tokens, got {overlap_tokens}")
+    if not 0 <= min_tokens <= max_tokens:
+        raise ValueError(f"min_tokens must be >= 0 and <= max_tokens, got {min_tokens}")
+
+    drafts: list[_Draft] = []
+    for block in blocks:
+        text = block.text.strip()
+        if not text:
+            continue
+        path, page, kind = block.heading_path, block.page, block.kind
+        last = drafts[-1] if drafts else None
+        if last and kind != "faq" and (last.kind, last.path, last.page) == (kind, path, page):
+            packed = last.text + _separator(kind, kind) + text
+            tokens = count_tokens(packed)
+            if tokens <= max_tokens:
+                drafts[-1] = _Draft(packed, path, page, kind, tokens)
+                continue
+        tokens = count_tokens(text)
+        if kind == "faq" or tokens <= max_tokens:
+            drafts.append(_Draft(text, path, page, kind, tokens))
+        else:
+            drafts.extend(
+                _Draft(window, path, page, kind, count_tokens(window))
+                for window in _windows(text, count_tokens, max_tokens, overlap_tokens)
+            )
+
+    drafts = _merge_tiny(drafts, count_tokens, max_tokens, min_tokens)
+    return [
+        Chunk(
+            text=draft.text,
+            section=draft.path[-1] if draft.path else "",
+            section_path=draft.path,
+            page=draft.page,
+            chunk_index=index,
+            kind=draft.kind,
+            content_hash=_content_hash(draft.text, draft.path),
+        )
+        for index, draft in enumerate(drafts)
+    ]
+
+
+def _separator(first_kind: str, second_kind: str) -> str:
+    return "\n" if first_kind == second_kind == "table" else "\n\n"
+
+
+def _windows(text: str, count_tokens: TokenCounter, max_tokens: int, overlap_tokens: int) -> list[str]:
+    """Cut text into windows of at most max_tokens on word boundaries, preferring sentence ends.
+
+    Each window after the first starts with the longest run of the previous window's last
+    words that fits in overlap_tokens, so a fact cut at a boundary is whole in one of them.
+    """
+    spans = [match.span() for match in _WORD.finditer(text)]
+
+    def size(first: int, last: int) -> int:
+        return count_tokens(text[spans[first][0] : spans[last][1]])
+
+    windows: list[str] = []
+    start = 0
+    while start < len(spans):
+        begin, end = spans[start]
+        if end - begin > 1 and size(start, start) > max_tokens:
+            spans[start : start + 1] = _split_word(text, begin, end, count_tokens, max_tokens)
+            continue
+        # Largest last word that fits; every word is at least one token, which bounds the search.
+        low, high = start, min(len(spans), start + max_tokens) - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if size(start, middle) <= max_tokens:
+                low = middle
+            else:
+                high = middle - 1
+        last = low
+        if last < len(spans) - 1:
+            for candidate in range(last, (start + last) // 2, -1):
+                if _SENTENCE_END.search(text[spans[candidate][0] : spans[candidate][1]]):
+                    last = candidate
+                    break
+        windows.append(text[spans[start][0] : spans[last][1]])
+        if last == len(spans) - 1:
+            break
+        # Earliest word after `start` whose run to `last` fits the overlap (last + 1: none fits).
+        low, high = start + 1, last + 1
+        while low < high:
+            middle = (low + high) // 2
+            if size(middle, last) <= overlap_tokens:
+                high = middle
+            else:
+                low = middle + 1
+        start = low
+    return windows
+
+
+def _split_word(text: str, begin: int, end: int, count_tokens: TokenCounter, max_tokens: int) -> list[tuple[int, int]]:
+    """Character spans of an over-long "word" (a URL, a base64 blob) that each fit max_tokens."""
+    pieces: list[tuple[int, int]] = []
+    while begin < end:
+        low, high = begin + 1, end
+        while low < high:
+            middle = (low + high + 1) // 2
+            if count_tokens(text[begin:middle]) <= max_tokens:
+                low = middle
+            else:
+                high = middle - 1
+        pieces.append((begin, low))
+        begin = low
+    return pieces
+
+
+def _merge_tiny(drafts: list[_Draft], count_tokens: TokenCounter, max_tokens: int, min_tokens: int) -> list[_Draft]:
+    """Join each chunk under min_tokens to its previous, else its next, same-section neighbour.
+
+    A heading with one short line would otherwise become a chunk too small to retrieve well.
+    FAQ chunks neither absorb nor join others; the merged chunk keeps the larger side's kind.
+    """
+    merged: list[_Draft] = []
+    for draft in drafts:
+        previous = merged[-1] if merged else None
+        if (
+            previous is not None
+            and (draft.tokens < min_tokens or previous.tokens < min_tokens)
+            and "faq" not in (previous.kind, draft.kind)
+            and (previous.path, previous.page) == (draft.path, draft.page)
+        ):
+            text = previous.text + _separator(previous.kind, draft.kind) + draft.text
+            tokens = count_tokens(text)
+            if tokens <= max_tokens:
+                kind = previous.kind if previous.tokens >= draft.tokens else draft.kind
+                merged[-1] = _Draft(text, draft.path, draft.page, kind, tokens)
+                continue
+        merged.append(draft)
+    return merged
+
+
+def _content_hash(text: str, path: tuple[str, ...]) -> str:
+    payload = "\x1f".join(path) + "\x1e" + text
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()

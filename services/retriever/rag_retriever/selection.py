@@ -1,0 +1,58 @@
+"""Turning fused search hits into the passages a generator sees, and deciding to refuse (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag_common.messages import Passage, Route
+from rag_common.vectors import Hit
+
+REFUSAL_REASON = "no passage is similar enough to the question"
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    passages: list[Passage]
+    refused: bool
+    reason: str | None
+
+
+def to_passages(hits: Sequence[Hit]) -> list[Passage]:
+    """Number hits 1..n in rank order, keeping where each came from."""
+    return [
+        Passage(
+            n=i,
+            source=str(h.payload.get("source", "")),
+            section=str(h.payload.get("section", "")),
+            page=h.payload.get("page"),
+            chunk_index=int(h.payload.get("chunk_index", 0)),
+            score=round(h.score, 6),
+            similarity=round(h.similarity, 4),
+            text=str(h.payload.get("text", "")),
+            document_id=str(h.payload.get("document_id", "")),
+            kind=str(h.payload.get("kind", "text")),
+        )
+        for i, h in enumerate(hits, start=1)
+    ]
+
+
+def select(hits: Sequence[Hit], min_similarity: float) -> Selection:
+    """Refuse instead of guessing when even the best hit is not similar enough to the question."""
+    passages = to_passages(hits)
+    best = max((p.similarity for p in passages), default=0.0)
+    if not passages or best < min_similarity:
+        reason = f"{REFUSAL_REASON} (best {best:.2f} < {min_similarity:.2f})"
+        return Selection(passages=passages, refused=True, reason=reason)
+    return Selection(passages=passages, refused=False, reason=None)
+
+
+def escalate(route: Route, selection: Selection, spread: int) -> Route:
+    """A fast-tier question whose top ``spread`` passages all come from different documents needs
+    the strong tier: the answer has to be assembled across sources."""
+    sources = {p.source for p in selection.passages[:spread]}
+    if route.tier != "fast" or selection.refused or len(sources) < spread:
+        return route
+    return route.model_copy(
+        update={"tier": "strong", "reason": f"{route.reason}; escalated: top passages span {len(sources)} documents"}
+    )

@@ -1,0 +1,231 @@
+"""Unit tests for the evaluator's pure per-answer checks (citations, conflicts, flags)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rag_evaluator.checks import (
+    FAILING_FLAGS,
+    FLAG_NAMES,
+    PassageRef,
+    check_citations,
+    citation_numbers,
+    evaluate,
+    find_conflicts,
+)
+
+pytestmark = pytest.mark.unit
+
+PRO_ROW = "Plan: Pro; Price per user per month: $12; Max projects: 50; Storage: 100 GB; Support: Email"
+PRICING_TABLE = (
+    "Plan: Free; Price per user per month: $0; Max projects: 3\n"
+    f"{PRO_ROW}\n"
+    "Plan: Business; Price per user per month: $20; Max projects: 500"
+)
+BROCHURE = (
+    "Orbitly Pro is built for growing teams. The Pro plan costs $15 per user per month and includes unlimited guests."
+)
+
+
+def passage(n: int, source: str, text: str) -> PassageRef:
+    return PassageRef(n=n, source=source, section="", page=None, text=text)
+
+
+def conflict_pairs(*texts: tuple[str, str]) -> list[tuple[str, dict[str, list[str]]]]:
+    passages = [passage(i, source, text) for i, (source, text) in enumerate(texts, start=1)]
+    return [(c.subject, c.values) for c in find_conflicts(passages)]
+
+
+# --- citations ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("Pro costs $12 [1] and Business $20 [2].", [1, 2]),
+        ("Both agree [1][2].", [1, 2]),
+        ("Both agree [1, 2].", [1, 2]),
+        ("Repeated [2] then [1] then [2].", [2, 1]),
+        ("See [docs](http://x) and [a].", []),
+        ("A markdown link [1](http://x) is not a citation.", []),
+        ("No citations here.", []),
+    ],
+)
+def test_citation_numbers_parses_supported_forms(answer: str, expected: list[int]) -> None:
+    assert citation_numbers(answer) == expected
+
+
+def test_citations_pointing_at_given_passages_are_valid() -> None:
+    assert check_citations("Pro is $12 [1] and Business is $20 [2].", 2) == (
+        False,
+        {"invalid": [], "missing": False},
+    )
+
+
+def test_citation_beyond_the_passages_is_invalid() -> None:
+    invalid, details = check_citations("Pro is $12 [3].", 2)
+    assert invalid
+    assert details == {"invalid": [3], "missing": False}
+
+
+def test_answer_without_citations_is_invalid() -> None:
+    assert check_citations("Pro is $12.", 2) == (True, {"invalid": [], "missing": True})
+
+
+def test_markdown_link_alone_does_not_count_as_citation() -> None:
+    invalid, details = check_citations("Read [docs](http://x).", 2)
+    assert invalid and details["missing"] is True
+
+
+def test_citation_zero_is_invalid() -> None:
+    assert check_citations("Odd [0] [1].", 1) == (True, {"invalid": [0], "missing": False})
+
+
+# --- conflicts: positives ----------------------------------------------------------------------
+
+
+def test_table_row_and_brochure_disagree_on_pro_price() -> None:
+    assert conflict_pairs(("pricing.md", PRO_ROW), ("sales-brochure-2025.pdf", BROCHURE)) == [
+        ("pro", {"pricing.md": ["$12"], "sales-brochure-2025.pdf": ["$15"]}),
+    ]
+
+
+def test_prose_in_two_documents_disagree() -> None:
+    found = conflict_pairs(
+        ("a.md", "The Business plan costs €20 per month."),
+        ("b.md", "Business tier: now only €18 per month!"),
+    )
+    assert found == [("business", {"a.md": ["€20"], "b.md": ["€18"]})]
+
+
+def test_percentages_disagree_across_documents() -> None:
+    found = conflict_pairs(
+        ("sla.md", "Plan: Enterprise; Uptime: 99.9%"),
+        ("brochure.pdf", "Enterprise customers get a 99.5% uptime guarantee."),
+    )
+    assert found == [("enterprise", {"sla.md": ["99.9%"], "brochure.pdf": ["99.5%"]})]
+
+
+def test_conflict_ignores_other_plans_in_the_same_table() -> None:
+    found = conflict_pairs(("pricing.md", PRICING_TABLE), ("sales-brochure-2025.pdf", BROCHURE))
+    assert found == [("pro", {"pricing.md": ["$12"], "sales-brochure-2025.pdf": ["$15"]})]
+
+
+# --- conflicts: negatives ----------------------------------------------------------------------
+
+
+def test_different_plans_in_one_document_do_not_conflict() -> None:
+    assert conflict_pairs(("pricing.md", PRICING_TABLE)) == []
+
+
+def test_different_plans_in_different_documents_do_not_conflict() -> None:
+    assert conflict_pairs(("pricing.md", PRO_ROW), ("b.pdf", "The Business plan costs $20 per user.")) == []
+
+
+def test_same_document_stating_several_values_does_not_conflict() -> None:
+    text = "The Pro plan costs $12 per user per month. Pro was $10 before 2025. Pro costs $120 per year."
+    assert conflict_pairs(("pricing.md", text), ("pricing.md", "Pro is $15 in some regions.")) == []
+
+
+def test_documents_that_agree_do_not_conflict() -> None:
+    agreeing = "The Pro plan costs $12 per user per month and includes unlimited guests."
+    assert conflict_pairs(("pricing.md", PRO_ROW), ("sales-brochure-2025.pdf", agreeing)) == []
+
+
+def test_same_amount_written_differently_agrees() -> None:
+    assert conflict_pairs(("a.md", "Pro costs $1,200 per year."), ("b.md", "Pro: 1200 USD a year.")) == []
+
+
+def test_versions_and_years_are_not_quantities() -> None:
+    found = conflict_pairs(("a.md", "Version 4.2 released in 2025"), ("b.md", "Version 4.3 released in 2025"))
+    assert found == []
+
+
+def test_list_numbering_and_dates_are_not_quantities() -> None:
+    found = conflict_pairs(
+        ("a.md", "1. Pro launched on 2024-03-01\n2. Business launched in March 2024"),
+        ("b.md", "3. Pro launched on 2024-05-01"),
+    )
+    assert found == []
+
+
+def test_rate_limit_and_price_are_different_things() -> None:
+    found = conflict_pairs(
+        ("limits.md", "The API rate limit is 600 requests per minute."),
+        ("pricing.md", "The Pro plan costs $12 per user per month."),
+    )
+    assert found == []
+
+
+def test_rate_limit_and_price_of_same_plan_are_different_units() -> None:
+    found = conflict_pairs(
+        ("limits.md", "Pro has a rate limit of 600 requests per minute."),
+        ("pricing.md", "Pro costs $12 per user per month."),
+    )
+    assert found == []
+
+
+def test_monthly_and_yearly_prices_are_not_compared() -> None:
+    found = conflict_pairs(("a.md", "Pro costs $12 per month."), ("b.md", "Pro costs $120 per year."))
+    assert found == []
+
+
+def test_different_currencies_are_not_compared() -> None:
+    assert conflict_pairs(("us.md", "Pro costs $12 per month."), ("eu.md", "Pro costs €11 per month.")) == []
+
+
+def test_setup_fee_in_same_row_is_not_weighed_against_monthly_price() -> None:
+    row = "Plan: Pro; Price per user per month: $12; Setup fee: $100"
+    prose = "The Pro plan costs $12 per user per month plus a one-time $100 setup fee."
+    assert conflict_pairs(("pricing.md", row), ("brochure.pdf", prose)) == []
+
+
+def test_number_without_a_subject_is_ignored() -> None:
+    assert conflict_pairs(("pricing.md", PRO_ROW), ("faq.md", "it costs $15 per user per month.")) == []
+
+
+# --- evaluate ----------------------------------------------------------------------------------
+
+
+def test_evaluate_flags_conflict_and_explains_it_as_json() -> None:
+    passages = [passage(1, "pricing.md", PRO_ROW), passage(2, "sales-brochure-2025.pdf", BROCHURE)]
+    result = evaluate("Pro costs $12 [1] or $15 [2].", passages, refused=False)
+    assert set(result.flags) == set(FLAG_NAMES)
+    assert result.flags == {"refused": False, "citation_invalid": False, "conflicting_sources": True}
+    assert result.flagged
+    assert result.details == {
+        "conflicting_sources": [
+            {"subject": "pro", "values": {"pricing.md": ["$12"], "sales-brochure-2025.pdf": ["$15"]}}
+        ]
+    }
+    json.dumps(result.details)
+
+
+def test_evaluate_clean_answer_is_not_flagged() -> None:
+    passages = [passage(1, "pricing.md", PRO_ROW)]
+    result = evaluate("Pro costs $12 per user per month [1].", passages, refused=False)
+    assert result.flags == dict.fromkeys(FLAG_NAMES, False)
+    assert result.details == {}
+    assert not result.flagged
+
+
+def test_evaluate_invalid_citation_is_failing() -> None:
+    result = evaluate("Pro costs $12 [7].", [passage(1, "pricing.md", PRO_ROW)], refused=False)
+    assert result.flags["citation_invalid"] and result.flagged
+    assert result.details["citation_invalid"] == {"invalid": [7], "missing": False}
+
+
+def test_evaluate_uses_citations_given_by_the_generator() -> None:
+    passages = [passage(1, "pricing.md", PRO_ROW)]
+    assert evaluate("Pro costs $12.", passages, refused=False, cited=[1]).flagged is False
+    assert evaluate("Pro costs $12 [1].", passages, refused=False, cited=[]).flags["citation_invalid"]
+
+
+def test_refusal_is_informational_and_skips_other_checks() -> None:
+    passages = [passage(1, "pricing.md", PRO_ROW), passage(2, "sales-brochure-2025.pdf", BROCHURE)]
+    result = evaluate("I don't know based on the documents.", passages, refused=True)
+    assert result.flags == {"refused": True, "citation_invalid": False, "conflicting_sources": False}
+    assert not result.flagged
+    assert "refused" not in FAILING_FLAGS
