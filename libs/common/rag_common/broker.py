@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from faststream.nats import JStream, NatsBroker, NatsMessage
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from faststream.nats.prometheus import NatsPrometheusMiddleware
+from nats.errors import NotJSMessageError
 from nats.js import JetStreamContext
 from nats.js.api import (
     ConsumerConfig,
@@ -97,7 +98,9 @@ async def ensure_streams(js: JetStreamContext, settings: ServiceSettings) -> Non
 
 def consumer_config(settings: ServiceSettings, *, ack_wait: float) -> ConsumerConfig:
     """Explicit acks, bounded redeliveries; retries are spaced by ``nak(delay)``."""
-    return ConsumerConfig(ack_wait=ack_wait, max_deliver=settings.max_deliver, max_ack_pending=256)
+    return ConsumerConfig(
+        ack_wait=ack_wait, max_deliver=settings.max_deliver, max_ack_pending=max(64, settings.concurrency * 4)
+    )
 
 
 class PermanentError(Exception):
@@ -111,6 +114,14 @@ class PermanentError(Exception):
 
 
 FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
+
+
+def _deliveries(msg: NatsMessage) -> int:
+    """How many times JetStream has delivered this message (1 for a core-NATS or test message)."""
+    try:
+        return int(msg.raw_message.metadata.num_delivered)
+    except NotJSMessageError:
+        return 1
 
 
 def _raw_fields(body: bytes) -> dict[str, Any]:
@@ -141,7 +152,7 @@ async def process_message(
     - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
       dead-lettered. Dead letters keep the original payload so they can be replayed.
     """
-    deliveries = msg.raw_message.metadata.num_delivered if msg.raw_message.metadata else 1
+    deliveries = _deliveries(msg)
     try:
         payload = model.model_validate_json(msg.body)
     except ValidationError as exc:

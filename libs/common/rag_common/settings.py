@@ -28,6 +28,7 @@ class ServiceSettings(BaseSettings):
     query_ack_wait_s: float = Field(30.0, gt=0, validation_alias=_env("RAG_QUERY_ACK_WAIT_S"))
     metrics_host: str = Field("127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"))
     log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"))
+    concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
 
     @field_validator("nats_url")
     @classmethod

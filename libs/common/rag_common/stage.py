@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from faststream import AckPolicy
-from faststream.nats import NatsBroker, NatsMessage
+from faststream.nats import NatsBroker, NatsMessage, PullSub
 
 from rag_common import subjects
 from rag_common.broker import QUERY_JSTREAM, FailureHook, consumer_config, ensure_streams, process_message
@@ -45,15 +45,19 @@ def register_query_stage(
     work: Callable[[M], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
-    """Consume one stage subject as a durable queue group: replicas share the work and a stage that
-    dies mid-message is redelivered to another replica after ``ack_wait``."""
+    """Consume one stage subject through a durable pull consumer that every replica shares.
+
+    Replicas split the work; a stage that dies mid-message is redelivered to another replica after
+    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once.
+    """
     on_failure = answer_failure_hook(broker)
 
     @broker.subscriber(
         subject,
-        queue=consumer,
         durable=consumer,
         stream=QUERY_JSTREAM,
+        pull_sub=PullSub(batch_size=settings.concurrency, timeout=5.0),
+        max_workers=settings.concurrency,
         config=consumer_config(settings, ack_wait=ack_wait or settings.query_ack_wait_s),
         ack_policy=AckPolicy.MANUAL,
     )

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from faststream import AckPolicy, FastStream
-from faststream.nats import NatsBroker, NatsMessage
+from faststream.nats import NatsBroker, NatsMessage, PullSub
 
 from rag_common import subjects
 from rag_common.broker import INGEST_JSTREAM, PermanentError, consumer_config, make_broker, process_message
@@ -82,9 +82,10 @@ def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor
 
     @broker.subscriber(
         subjects.INGEST_REQUESTED,
-        queue=subjects.INGEST_CONSUMER,
         durable=subjects.INGEST_CONSUMER,
         stream=INGEST_JSTREAM,
+        pull_sub=PullSub(batch_size=settings.concurrency, timeout=5.0),
+        max_workers=settings.concurrency,
         config=consumer_config(settings, ack_wait=settings.ack_wait_s),
         ack_policy=AckPolicy.MANUAL,
     )
@@ -93,9 +94,10 @@ def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor
 
     @broker.subscriber(
         subjects.INGEST_DELETE,
-        queue=subjects.INGEST_DELETE_CONSUMER,
         durable=subjects.INGEST_DELETE_CONSUMER,
         stream=INGEST_JSTREAM,
+        pull_sub=PullSub(batch_size=settings.concurrency, timeout=5.0),
+        max_workers=settings.concurrency,
         config=consumer_config(settings, ack_wait=60.0),
         ack_policy=AckPolicy.MANUAL,
     )

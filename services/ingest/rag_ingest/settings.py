@@ -15,4 +15,5 @@ class IngestSettings(StoreSettings):
     chunk_overlap_tokens: int = Field(40, ge=0, le=128)
     chunk_min_tokens: int = Field(24, ge=0, le=128, description="smaller chunks merge with a neighbour")
     ack_wait_s: float = Field(300.0, gt=0, description="time one document may take before redelivery")
+    concurrency: int = Field(2, ge=1, le=64, description="documents one replica indexes at once")
     metrics_port: int = 9101
