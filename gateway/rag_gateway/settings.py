@@ -16,6 +16,5 @@ class GatewaySettings(ServiceSettings):
     port: int = Field(8000, ge=0, le=65535)
     gateway_id: str = Field(default_factory=lambda: new_id()[:12], description="this replica's answer-subject key")
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
-    max_question_chars: int = Field(4000, ge=1)
     query_timeout_s: float = Field(60.0, gt=0, description="give up on an answer after this long (504)")
     ready_timeout_s: float = Field(1.0, gt=0, description="how long /readyz waits for each service")
