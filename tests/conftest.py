@@ -1,0 +1,88 @@
+"""Shared fixtures: a real nats-server per stack, the whole system in one process, an HTTP client."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from rag_common.natsserver import LocalNatsServer
+from rag_devrun.corpus import LoadResult, load_corpus
+from rag_devrun.stack import Stack, StackOptions
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
+SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
+UPLOAD_LIMIT = 2 * 1024 * 1024
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The offline model folder (``make test`` assembles it; assemble here if run directly)."""
+    if not (MODEL_DIR / "model.onnx").exists():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "assemble_model.py"), str(MODEL_DIR)], check=True)
+    return MODEL_DIR
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[LocalNatsServer]:
+    """A fresh nats-server with JetStream on a random 127.0.0.1 port, for one test."""
+    server = LocalNatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: dict[str, object]) -> StackOptions:
+    store = {"model_dir": model_dir, "qdrant_path": data_dir / "qdrant"}
+    merged: dict[str, dict[str, object]] = {"ingest": dict(store), "retriever": dict(store)}
+    for service, values in overrides.items():
+        merged.setdefault(service, {}).update(values)
+    return StackOptions(data_dir=data_dir, nats_url=nats_url, port=0, metrics=False, overrides=merged)
+
+
+class System:
+    """The running system as the e2e tests see it."""
+
+    def __init__(self, stack: Stack, spans: InMemorySpanExporter, corpus: LoadResult) -> None:
+        self.stack, self.spans, self.corpus = stack, spans, corpus
+
+    @property
+    def base_url(self) -> str:
+        return self.stack.base_url
+
+
+@pytest.fixture(scope="session")
+async def system(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> AsyncIterator[System]:
+    """Every service and the gateway on a private nats-server, with the sample corpus loaded."""
+    data_dir = tmp_path_factory.mktemp("system")
+    server = LocalNatsServer(data_dir / "nats")
+    server.start()
+    spans = InMemorySpanExporter()
+    options = stack_options(data_dir, server.url, model_dir, gateway={"max_upload_bytes": UPLOAD_LIMIT})
+    options.span_processors = [SimpleSpanProcessor(spans)]
+    try:
+        async with Stack(options) as stack:
+            async with httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
+                corpus = await load_corpus(client, SAMPLE_CORPUS, timeout_s=300)
+            yield System(stack, spans, corpus)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def client(system: System) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=system.base_url, timeout=60) as http:
+        yield http
