@@ -20,7 +20,7 @@ from faststream import FastStream
 from opentelemetry.sdk.trace import SpanProcessor
 
 from rag_common.natsserver import LocalNatsServer, ensure_nats
-from rag_common.telemetry import setup_telemetry
+from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_evaluator.app import create_app as create_evaluator
 from rag_evaluator.settings import EvaluatorSettings
 from rag_gateway.app import create_app as create_gateway
@@ -48,6 +48,9 @@ class StackOptions:
     metrics: bool = True  # per-service /metrics ports 9101-9105
     span_processors: Sequence[SpanProcessor] = ()
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # per service: settings fields
+    services: Sequence[str] = ("ingest", "router", "retriever", "generator", "evaluator")  # which to start
+    replicas: dict[str, int] = field(default_factory=dict)  # e.g. {"retriever": 2}; default 1 each
+    gateway: bool = True
 
 
 class Stack:
@@ -57,6 +60,7 @@ class Stack:
         self.options = options or StackOptions()
         self.nats_server: LocalNatsServer | None = None
         self.apps: list[FastStream] = []
+        self.telemetries: list[ServiceTelemetry] = []  # one per started app, same order
         self.server: uvicorn.Server | None = None
         self.serve_task: asyncio.Task[None] | None = None
         self.base_url = ""
@@ -93,9 +97,19 @@ class Stack:
             (create_evaluator, EvaluatorSettings, "evaluator"),
         ]
         for create, settings_cls, name in factories:
-            app = create(self._settings(settings_cls, name), setup_telemetry(name, processors))
-            await app.start()
-            self.apps.append(app)
+            if name not in self.options.services:
+                continue
+            for replica in range(self.options.replicas.get(name, 1)):
+                settings = self._settings(settings_cls, name)
+                if replica:
+                    settings.metrics_port = 0  # one metrics port per service in one process
+                telemetry = setup_telemetry(name, processors)
+                app = create(settings, telemetry)
+                await app.start()
+                self.apps.append(app)
+                self.telemetries.append(telemetry)
+        if not self.options.gateway:
+            return
         gateway_settings = self._settings(GatewaySettings, "gateway", host=self.options.host, port=self.options.port)
         gateway = create_gateway(gateway_settings, setup_telemetry("gateway", processors))
         config = uvicorn.Config(

@@ -1,0 +1,127 @@
+"""Uploads, idempotency, failures and the error shape, through HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import nats
+import pytest
+from fpdf import FPDF
+
+from tests.conftest import UPLOAD_LIMIT, System
+from tests.support.http import ask, upload, upload_and_wait
+
+pytestmark = pytest.mark.e2e
+
+
+def make_pdf(lines: list[str]) -> bytes:
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    for line in lines:
+        pdf.cell(0, 10, line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, str]:
+    assert response.status_code == status, response.text
+    error: dict[str, str] = response.json()["error"]
+    assert error["code"] == code
+    assert error["message"]
+    assert error["request_id"] and response.headers["x-request-id"] == error["request_id"]
+    return error
+
+
+async def test_same_file_twice_is_unchanged_and_changed_file_replaces_chunks(client: httpx.AsyncClient) -> None:
+    first = b"# Kiwi rules\n\nThe kiwi greenhouse is watered at 06:40 every morning by the robot Pollux.\n"
+    status = await upload_and_wait(client, "kiwi.md", first)
+    assert status["status"] == "indexed"
+    again = await upload_and_wait(client, "kiwi.md", first)
+    assert again["status"] == "unchanged"
+    assert again["document_id"] == status["document_id"] and again["chunks"] == status["chunks"]
+
+    changed = b"# Kiwi rules\n\nThe kiwi greenhouse is watered at 21:15 every evening by the robot Castor.\n"
+    replaced = await upload_and_wait(client, "kiwi.md", changed)
+    assert replaced["status"] == "indexed"
+    body = await ask(client, "When is the kiwi greenhouse watered and by which robot?")
+    kiwi_texts = " ".join(p["text"] for p in body["passages"] if p["source"] == "kiwi.md")
+    assert "Castor" in kiwi_texts and "Pollux" not in kiwi_texts
+
+
+async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: System, client: httpx.AsyncClient) -> None:
+    good = make_pdf(["Walrus handbook", "The walrus enclosure gate code is 4471 on weekdays."])
+    indexed = await upload_and_wait(client, "walrus.pdf", good)
+    assert indexed["status"] == "indexed"
+
+    nc = await nats.connect(system.stack.nats_url)
+    try:
+        dead = await nc.jetstream().subscribe("rag.dlq.ingest.>", ordered_consumer=True)
+        failed = await upload_and_wait(client, "walrus.pdf", b"%PDF-1.7 this is not really a pdf")
+        assert failed["status"] == "failed"
+        assert "parse_failed" in failed["error"]
+        letter = json.loads((await dead.next_msg(timeout=10)).data)
+        assert letter["type"] == "rag.dlq.v1" and "parse_failed" in letter["error"]
+        assert json.loads(letter["payload"])["document_id"] == failed["document_id"]
+    finally:
+        await nc.close()
+
+    body = await ask(client, "What is the walrus enclosure gate code?")
+    assert any(c["source"] == "walrus.pdf" and c["page"] == 1 for c in body["citations"])
+    assert "4471" in body["answer"]
+
+
+async def test_delete_removes_document_and_its_passages(client: httpx.AsyncClient) -> None:
+    status = await upload_and_wait(client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n")
+    response = await client.delete(f"/v1/documents/{status['document_id']}")
+    assert response.status_code == 202 and response.json()["status"] == "deleting"
+    for _ in range(200):
+        if (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404:
+            break
+    assert (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404
+    body = await ask(client, "Where does the quokka festival happen?")
+    assert "ephemeral.md" not in {p["source"] for p in body["passages"]}
+
+
+async def test_bad_input_gets_clear_errors(client: httpx.AsyncClient) -> None:
+    assert_error(await client.post("/v1/query", json={"question": "   "}), 422, "invalid_request")
+    assert_error(await client.post("/v1/query", json={}), 422, "invalid_request")
+    assert_error(
+        await client.post("/v1/query", content=b"{not json", headers={"content-type": "application/json"}),
+        422,
+        "invalid_request",
+    )
+    unknown = assert_error(
+        await client.post("/v1/query", json={"question": "What is the rate limit?", "collection": "nope"}),
+        404,
+        "collection_not_found",
+    )
+    assert "nope" in unknown["message"]
+    assert_error(
+        await client.post("/v1/query", json={"question": "x?", "collection": "Bad Name!"}), 422, "invalid_request"
+    )
+    assert_error(await upload(client, "notes.exe", b"MZ..."), 415, "unsupported_media_type")
+    assert_error(await upload(client, "big.md", b"a" * (UPLOAD_LIMIT + 1)), 413, "too_large")
+    assert_error(await upload(client, "empty.md", b""), 422, "empty_file")
+    assert_error(await upload(client, "meta.md", b"# x\n\ntext", metadata="[1,2]"), 422, "invalid_metadata")
+    assert_error(await client.get("/v1/documents/does-not-exist"), 404, "document_not_found")
+    assert_error(await client.delete("/v1/documents/does-not-exist"), 404, "document_not_found")
+
+
+async def test_request_id_from_client_is_echoed(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/query", json={"question": "hello"}, headers={"X-Request-ID": "abc123"})
+    assert response.json()["request_id"] == "abc123"
+    assert response.headers["x-request-id"] == "abc123"
+
+
+async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    expected = {"nats", "vector_store", "ingest", "router", "retriever", "generator", "evaluator"}
+    assert ready.json() == {"status": "ready", "checks": dict.fromkeys(expected, "ok"), "missing": []}
+    await ask(client, "What is the API rate limit?")
+    metrics = (await client.get("/metrics")).text
+    assert 'rag_queries_total{outcome="answered"' in metrics
+    assert "rag_http_request_duration_seconds_bucket" in metrics
+    assert 'rag_query_stage_duration_seconds_bucket{le="0.001",stage="retriever"}' in metrics

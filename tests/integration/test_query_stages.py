@@ -1,0 +1,65 @@
+"""Query stages on a real nats-server: broken messages, replicas sharing work, answers by request id."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nats
+import pytest
+
+from rag_common import subjects
+from rag_common.messages import QueryRequested
+from rag_common.natsserver import LocalNatsServer
+from rag_devrun.stack import Stack
+from tests.conftest import stack_options
+
+pytestmark = pytest.mark.integration
+
+
+async def test_broken_message_is_dead_lettered_and_the_client_told(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    options = stack_options(tmp_path, nats_server.url, model_dir)
+    options.services, options.gateway = ("router",), False
+    async with Stack(options):
+        nc = await nats.connect(nats_server.url)
+        js = nc.jetstream()
+        errors = await nc.subscribe(subjects.answer_subject("gw1", "*", "error"))
+        dead = await js.subscribe(f"{subjects.PREFIX}.dlq.query.>", ordered_consumer=True)
+
+        await js.publish(subjects.QUERY_REQUESTED, b"\xff not json at all")
+        letter = json.loads((await dead.next_msg(timeout=10)).data)
+        assert letter["subject"] == subjects.QUERY_REQUESTED and "invalid QueryRequested" in letter["error"]
+
+        await js.publish(subjects.QUERY_REQUESTED, json.dumps({"request_id": "r-bad", "gateway_id": "gw1"}).encode())
+        error = json.loads((await errors.next_msg(timeout=10)).data)
+        assert error == error | {"request_id": "r-bad", "code": "invalid_message", "status": 400}
+        assert "question" in error["message"]
+        second = json.loads((await dead.next_msg(timeout=10)).data)
+        assert second["request_id"] == "r-bad"
+        await nc.close()
+
+
+async def test_router_replicas_share_the_work_and_each_question_is_routed_once(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    options = stack_options(tmp_path, nats_server.url, model_dir)
+    options.services, options.gateway, options.replicas = ("router",), False, {"router": 2}
+    async with Stack(options) as stack:
+        nc = await nats.connect(nats_server.url)
+        js = nc.jetstream()
+        routed = await js.pull_subscribe(subjects.QUERY_ROUTED, durable="probe", stream=subjects.QUERY_STREAM)
+        for i in range(40):
+            query = QueryRequested(request_id=f"r{i}", gateway_id="gw", question=f"How do I export report {i}?")
+            await js.publish(subjects.QUERY_REQUESTED, query.model_dump_json().encode())
+        seen: list[str] = []
+        while len(seen) < 40:
+            for msg in await routed.fetch(40 - len(seen), timeout=10):
+                seen.append(json.loads(msg.data)["request_id"])
+                await msg.ack()
+        assert sorted(seen) == sorted(f"r{i}" for i in range(40))
+        handled = [t.messages.labels("router", "router", "ok")._value.get() for t in stack.telemetries]
+        await nc.close()
+    assert len(handled) == 2 and sum(handled) == 40
+    assert all(count > 0 for count in handled), f"both replicas should take work, got {handled}"

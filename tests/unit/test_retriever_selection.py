@@ -1,0 +1,72 @@
+"""Unit tests for numbering hits into passages, refusing weak matches and escalating across sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.messages import Route
+from rag_common.vectors import Hit
+from rag_retriever.selection import Selection, escalate, select, to_passages
+
+pytestmark = pytest.mark.unit
+
+
+def hit(source: str, similarity: float = 0.8, score: float = 0.5, **payload: object) -> Hit:
+    return Hit(score=score, similarity=similarity, payload={"source": source, "text": f"from {source}", **payload})
+
+
+FAST = Route(tier="fast", reason="score 1 < 4 (error +1)")
+
+
+def test_passages_are_numbered_from_one_in_rank_order() -> None:
+    hits = [hit("b.md", page=3, section="Intro", chunk_index=4, document_id="d2", kind="table"), hit("a.md")]
+    first, second = to_passages(hits)
+    assert (first.n, first.source, second.n, second.source) == (1, "b.md", 2, "a.md")
+    assert (first.page, first.section, first.chunk_index, first.document_id, first.kind) == (
+        3,
+        "Intro",
+        4,
+        "d2",
+        "table",
+    )
+    assert (first.text, second.page, second.kind) == ("from b.md", None, "text")
+
+
+@pytest.mark.parametrize(("similarities", "threshold"), [([0.31, 0.2], 0.45), ([], 0.45)])
+def test_refuses_when_best_is_below_threshold_or_no_hits(similarities: list[float], threshold: float) -> None:
+    selection = select([hit(f"{i}.md", s) for i, s in enumerate(similarities)], threshold)
+    best = max(similarities, default=0.0)
+    assert selection.refused
+    assert selection.reason and f"{best:.2f}" in selection.reason and "0.45" in selection.reason
+    assert len(selection.passages) == len(similarities)
+
+
+@pytest.mark.parametrize("best", [0.45, 0.9])
+def test_answers_at_or_above_threshold(best: float) -> None:
+    selection = select([hit("a.md", 0.1), hit("b.md", best)], 0.45)
+    assert not selection.refused and selection.reason is None
+    assert [p.n for p in selection.passages] == [1, 2]
+
+
+def selection_of(*sources: str, refused: bool = False) -> Selection:
+    return Selection(passages=to_passages([hit(s) for s in sources]), refused=refused, reason=None)
+
+
+def test_escalates_fast_when_top_passages_span_distinct_sources() -> None:
+    route = escalate(FAST, selection_of("a.md", "b.md", "c.md", "a.md"), spread=3)
+    assert route.tier == "strong"
+    assert route.reason.startswith(FAST.reason) and "escalated" in route.reason
+
+
+@pytest.mark.parametrize(
+    ("route", "selection"),
+    [
+        (FAST, selection_of("a.md", "b.md", "a.md", "c.md")),  # top three share a source
+        (FAST, selection_of("a.md", "b.md")),  # fewer passages than the spread
+        (FAST, selection_of("a.md", "b.md", "c.md", refused=True)),
+        (Route(tier="strong", reason="r"), selection_of("a.md", "b.md", "c.md")),
+        (Route(tier="greeting", reason="r"), selection_of("a.md", "b.md", "c.md")),
+    ],
+)
+def test_no_escalation(route: Route, selection: Selection) -> None:
+    assert escalate(route, selection, spread=3) == route

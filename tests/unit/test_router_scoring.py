@@ -1,0 +1,125 @@
+"""Unit tests for the router's query-complexity score, greeting detection and routing decision."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted
+from rag_router.app import decide
+from rag_router.scoring import is_greeting, score_query
+from rag_router.settings import RouterSettings
+
+pytestmark = pytest.mark.unit
+
+
+def words(n: int) -> str:
+    """A question of exactly ``n`` plain words that fire no other signal."""
+    return " ".join(["export"] * n)
+
+
+def ask(question: str) -> QueryRequested:
+    return QueryRequested(request_id="r1", gateway_id="g1", question=question, collection="docs")
+
+
+def test_worked_example_is_fast_with_error_and_negation() -> None:
+    score = score_query("My timeline view isn't loading after upgrading")
+    assert (score.score, score.signals) == (2, {"error": 1, "negation": 1})
+    assert score.tier(4) == "fast"
+
+
+@pytest.mark.parametrize(
+    ("question", "signal", "points"),
+    [
+        ("How do I export a timeline", "analytical", 2),
+        ("why is export slow", "analytical", 2),
+        ("compare the plans", "analytical", 2),
+        ("explain the export", "analytical", 2),
+        ("what is the difference between plans", "analytical", 2),
+        ("troubleshoot the sync", "analytical", 2),
+        ("analyze the export log", "analytical", 2),
+        ("the export is broken", "error", 1),
+        ("I see an error on export", "error", 1),
+        ("the export fails", "error", 1),
+        ("the app crash on export", "error", 1),
+        ("a bug in the export", "error", 1),
+        ("an issue with the export", "error", 1),
+        ("not sure about the export", "negation", 1),
+        ("I can't find the export", "negation", 1),
+        ("it doesn't matter", "negation", 1),
+        ("the team won't mind", "negation", 1),
+        ("unable to find the export", "negation", 1),
+        ("the export isn't there", "negation", 1),
+        ("can we use Slack with Jira", "named_entities", 2),
+        ("what is exported? where does it go?", "compound", 1),
+        ("export the timeline; share it", "compound", 1),
+        ("I exported the file and it is empty", "compound", 1),
+        ("pricing of the team plan", "sensitive", 1),
+        ("security of exports", "sensitive", 1),
+        ("compliance of exports", "sensitive", 1),
+        ("billing for exports", "sensitive", 1),
+        ("enterprise exports", "sensitive", 1),
+        ("the SLA for exports", "sensitive", 1),
+    ],
+)
+def test_each_signal_fires_alone(question: str, signal: str, points: int) -> None:
+    assert score_query(question).signals == {signal: points}
+
+
+@pytest.mark.parametrize("question", ["export not working", "the export won't open", "sync doesn't work"])
+def test_negated_use_verb_counts_as_error_and_negation(question: str) -> None:
+    assert score_query(question).signals == {"error": 1, "negation": 1}
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["export a timeline", "cats and dogs", "Slack is used with Jira", "Slack. Jira.", "however the showing is fine"],
+)
+def test_plain_questions_fire_nothing(question: str) -> None:
+    assert score_query(question).signals == {}
+
+
+@pytest.mark.parametrize(("n", "points"), [(15, None), (16, 1), (25, 1), (26, 2)])
+def test_length_boundaries(n: int, points: int | None) -> None:
+    assert score_query(words(n)).signals.get("length") == points
+
+
+def test_threshold_decides_the_tier() -> None:
+    question = "How do I export Slack threads to Jira"  # analytical 2 + named entities 2
+    assert score_query(question).score == 4
+    assert decide(ask(question), RouterSettings()).route.tier == "strong"
+    assert decide(ask(question), RouterSettings(threshold=5)).route.tier == "fast"
+    assert decide(ask("How do I export"), RouterSettings(threshold=2)).route.tier == "strong"
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello!", "thanks a lot", "hello there", "Good morning"])
+def test_greetings(text: str) -> None:
+    assert is_greeting(text)
+
+
+@pytest.mark.parametrize("text", ["hi, how do I export a timeline?", "high availability", "Hi Bob, where is the log?"])
+def test_questions_are_not_greetings(text: str) -> None:
+    assert not is_greeting(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "thanks"), [("Hello!", False), ("Good morning", False), ("thanks", True), ("thanks a lot", True)]
+)
+def test_decide_answers_greetings_without_the_pipeline(text: str, thanks: bool) -> None:
+    settings = RouterSettings()
+    decision = decide(ask(text), settings)
+    assert isinstance(decision, QueryDrafted)
+    assert (decision.route.tier, decision.model) == ("greeting", "canned")
+    expected = settings.thanks_reply if thanks else settings.greeting_reply
+    assert decision.canned_answer == decision.answer == expected
+    assert (decision.request_id, decision.question) == ("r1", text)
+
+
+def test_decide_routes_a_question_and_explains_why() -> None:
+    decision = decide(ask("My timeline view isn't loading after upgrading"), RouterSettings())
+    assert isinstance(decision, QueryRouted) and not isinstance(decision, QueryDrafted)
+    assert decision.type == "rag.query.routed.v1"
+    assert (decision.route.tier, decision.route.score) == ("fast", 2)
+    assert decision.route.signals == {"error": 1, "negation": 1}
+    assert "error +1" in decision.route.reason and "negation +1" in decision.route.reason
+    assert "2 < 4" in decision.route.reason
+    assert decision.canned_answer is None

@@ -1,0 +1,52 @@
+"""Unit tests for configuration: bad settings fail at start-up, naming the setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_common.runner import load_settings
+from rag_common.settings import StoreSettings
+from rag_router.settings import RouterSettings
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("url", ["localhost:4222", "http://localhost:4222"])
+def test_bad_nats_url_exits_naming_the_setting(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("NATS_URL", url)
+    with pytest.raises(SystemExit) as exit_:
+        load_settings(RouterSettings)
+    message = str(exit_.value.code)
+    assert "RouterSettings" in message
+    assert "nats_url" in message.lower() and url in message
+
+
+def test_good_settings_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NATS_URL", "nats://nats.internal:4222")
+    monkeypatch.setenv("RAG_ROUTER_THRESHOLD", "6")
+    settings = load_settings(RouterSettings)
+    assert (settings.nats_url, settings.threshold) == ("nats://nats.internal:4222", 6)
+
+
+def test_router_threshold_below_one_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_ROUTER_THRESHOLD", "0")
+    with pytest.raises(SystemExit) as exit_:
+        load_settings(RouterSettings)
+    assert "threshold" in str(exit_.value.code)
+
+
+def test_local_qdrant_lives_under_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("QDRANT_URL", "QDRANT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path))
+    settings = StoreSettings()
+    assert settings.qdrant_url is None
+    assert settings.resolved_qdrant_path.is_relative_to(tmp_path)
+
+
+def test_explicit_qdrant_path_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("QDRANT_PATH", str(tmp_path / "elsewhere"))
+    assert StoreSettings().resolved_qdrant_path == tmp_path / "elsewhere"
