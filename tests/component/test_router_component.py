@@ -23,7 +23,7 @@ async def test_scored_question_goes_to_retrieval_with_its_route() -> None:
     broker = build_broker(RouterSettings(metrics_port=0), setup_telemetry("router"))
     routed: list[QueryRouted] = []
 
-    @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe")
+    @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
     async def capture(msg: QueryRouted) -> None:
         routed.append(msg)
 

@@ -63,3 +63,21 @@ async def test_router_replicas_share_the_work_and_each_question_is_routed_once(
         await nc.close()
     assert len(handled) == 2 and sum(handled) == 40
     assert all(count > 0 for count in handled), f"both replicas should take work, got {handled}"
+
+
+async def test_answer_subjects_do_not_multiply_metric_series(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    options = stack_options(tmp_path, nats_server.url, model_dir)
+    options.services = ("router", "evaluator")
+    async with Stack(options) as stack:
+        import httpx
+
+        async with httpx.AsyncClient(base_url=stack.base_url) as client:
+            for word in ("hi", "hello", "thanks"):
+                assert (await client.post("/v1/query", json={"question": word})).status_code == 200
+        from prometheus_client import generate_latest
+
+        exposed = b"".join(generate_latest(t.registry) for t in stack.telemetries).decode()
+    assert "rag.answer.*.*.final" in exposed
+    assert not [line for line in exposed.splitlines() if "rag.answer." in line and "rag.answer.*.*." not in line]

@@ -12,7 +12,9 @@ from typing import Any, TypeVar
 
 from faststream.nats import JStream, NatsBroker, NatsMessage
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
-from faststream.nats.prometheus import NatsPrometheusMiddleware
+from faststream.nats.prometheus.provider import NatsMetricsSettingsProvider
+from faststream.prometheus import ConsumeAttrs
+from faststream.prometheus.middleware import PrometheusMiddleware
 from nats.errors import NotJSMessageError
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -40,13 +42,40 @@ QUERY_JSTREAM = JStream(subjects.QUERY_STREAM, declare=False)
 RETRY_BACKOFF_S = (0.5, 2.0, 5.0, 15.0)
 
 
+def metric_subject(subject: str) -> str:
+    """Per-request answer subjects collapse to one label value, so metrics stay bounded."""
+    if subject.startswith(subjects.ANSWER_PREFIX + "."):
+        return f"{subjects.ANSWER_PREFIX}.*.*.{subject.rsplit('.', 1)[-1]}"
+    return subject
+
+
+class _BoundedMetricsProvider(NatsMetricsSettingsProvider):
+    """FastStream's NATS metrics labels, with request-keyed subjects collapsed."""
+
+    def get_consume_attrs_from_message(self, msg: Any) -> ConsumeAttrs:
+        attrs = super().get_consume_attrs_from_message(msg)
+        attrs["destination_name"] = metric_subject(attrs["destination_name"])
+        return attrs
+
+    def get_publish_destination_name_from_cmd(self, cmd: Any) -> str:
+        return metric_subject(super().get_publish_destination_name_from_cmd(cmd))
+
+
+def _metrics_provider(msg: Any) -> _BoundedMetricsProvider | None:
+    return _BoundedMetricsProvider() if msg is None or hasattr(msg, "subject") else None
+
+
 def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsBroker:
     """A broker that carries trace context in headers and counts every message."""
     return NatsBroker(
         settings.nats_url,
         middlewares=[
             NatsTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
-            NatsPrometheusMiddleware(registry=telemetry.registry, app_name=f"rag-{telemetry.service}"),
+            PrometheusMiddleware(
+                settings_provider_factory=_metrics_provider,
+                registry=telemetry.registry,
+                app_name=f"rag-{telemetry.service}",
+            ),
         ],
         graceful_timeout=15.0,
         logger=logging.getLogger(f"rag.{telemetry.service}"),

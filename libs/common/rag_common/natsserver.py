@@ -30,13 +30,32 @@ def nats_server_binary() -> str:
 
 
 async def reachable(url: str, connect_timeout: float = 1.0) -> bool:
-    """True when a NATS server with JetStream answers at ``url``."""
+    """True when a NATS server with JetStream answers at ``url`` (within about ``connect_timeout``).
+
+    A plain TCP probe comes first: nats-py retries a refused initial connect for a long time.
+    """
+    address = url.split("://", 1)[-1].rsplit("@", 1)[-1]
+    host, _, port = address.partition(":")
     try:
-        nc = await nats.connect(url, connect_timeout=connect_timeout, max_reconnect_attempts=0, allow_reconnect=False)
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host or "127.0.0.1", int(port or 4222)), connect_timeout
+        )
+    except (OSError, TimeoutError, ValueError):
+        return False
+    writer.close()
+
+    async def quiet(_: Exception) -> None:
+        return None
+
+    try:
+        nc = await asyncio.wait_for(
+            nats.connect(url, connect_timeout=connect_timeout, allow_reconnect=False, error_cb=quiet),
+            connect_timeout * 3,
+        )
     except Exception:
         return False
     try:
-        await nc.jetstream().account_info()
+        await asyncio.wait_for(nc.jetstream().account_info(), connect_timeout * 3)
         return True
     except Exception:
         return False

@@ -48,7 +48,9 @@ def register_query_stage(
     """Consume one stage subject through a durable pull consumer that every replica shares.
 
     Replicas split the work; a stage that dies mid-message is redelivered to another replica after
-    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once.
+    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once. Fetches
+    take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
+    once the first message has arrived, which would add seconds to a lone question.
     """
     on_failure = answer_failure_hook(broker)
 
@@ -56,7 +58,7 @@ def register_query_stage(
         subject,
         durable=consumer,
         stream=QUERY_JSTREAM,
-        pull_sub=PullSub(batch_size=settings.concurrency, timeout=5.0),
+        pull_sub=PullSub(batch_size=1, timeout=5.0),
         max_workers=settings.concurrency,
         config=consumer_config(settings, ack_wait=ack_wait or settings.query_ack_wait_s),
         ack_policy=AckPolicy.MANUAL,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
@@ -25,6 +25,12 @@ class GeneratorSettings(ServiceSettings):
     num_retries: int = Field(2, ge=0, le=10)
     extractive_sentences: int = Field(3, ge=1, le=10)
     metrics_port: int = 9104
+
+    @field_validator("model_fast", "model_strong", "api_base", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """``RAG_GENERATOR_MODEL_FAST=`` (empty, as compose passes it) means "not configured"."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     def model_for(self, tier: str) -> str | None:
         """The model of a tier, falling back to the other tier's; None means extractive."""
