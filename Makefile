@@ -8,7 +8,11 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: help install model run test test-unit lint eval bench clean
+DATASET ?= samples/orbitly
+EVAL_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: help install model run test lint eval bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,6 +36,12 @@ run: install model ## start NATS (if none), every service and the gateway on :80
 
 test: install model ## install everything and run the whole suite
 	$(PY) -m pytest
+
+eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
+	$(PY) -m rag_evaluator.harness --dataset $(DATASET) $(EVAL_ARGS)
+
+bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway
