@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -51,7 +50,6 @@ class Gateway:
     metrics: GatewayMetrics
     status: StatusStore | None = None
     objects: Any = None
-    started_at: float = time.time()
 
 
 def get_gateway(request: Request) -> Gateway:

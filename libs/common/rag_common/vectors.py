@@ -171,8 +171,9 @@ class VectorStore:
             )
         hits = []
         for point in result.points:
-            vector = point.vector[DENSE] if isinstance(point.vector, dict) else point.vector
-            similarity = sum(a * b for a, b in zip(dense, vector, strict=False)) if vector else 0.0  # type: ignore[arg-type]
+            vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
+            values = [float(v) for v in vector] if isinstance(vector, list) else []  # type: ignore[arg-type]
+            similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
             hits.append(Hit(score=float(point.score), similarity=float(similarity), payload=dict(point.payload or {})))
         return hits
 

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,7 @@ class Stack:
                 "no NATS at %s: started nats-server at %s (store %s)", url, self.nats_url, self.nats_server.store_dir
             )
         processors = list(self.options.span_processors)
-        factories = [
+        factories: list[tuple[Callable[..., FastStream], type[Any], str]] = [
             (create_ingest, IngestSettings, "ingest"),
             (create_router, RouterSettings, "router"),
             (create_retriever, RetrieverSettings, "retriever"),

@@ -72,13 +72,19 @@ class Ingestor:
 
 def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor: Ingestor) -> NatsBroker:
     broker = make_broker(settings, telemetry)
-    common = {
-        "broker": broker,
-        "telemetry": telemetry,
-        "area": "ingest",
-        "max_deliver": settings.max_deliver,
-        "on_failure": ingestor.failed,
-    }
+
+    async def handle(msg: NatsMessage, model: type[Any], work: Any, stage: str) -> None:
+        await process_message(
+            msg,
+            model,
+            work,
+            broker=broker,
+            telemetry=telemetry,
+            stage=stage,
+            area="ingest",
+            max_deliver=settings.max_deliver,
+            on_failure=ingestor.failed,
+        )
 
     @broker.subscriber(
         subjects.INGEST_REQUESTED,
@@ -90,7 +96,7 @@ def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor
         ack_policy=AckPolicy.MANUAL,
     )
     async def on_ingest(msg: NatsMessage) -> None:
-        await process_message(msg, IngestRequested, ingestor.ingest, stage="requested", **common)
+        await handle(msg, IngestRequested, ingestor.ingest, "requested")
 
     @broker.subscriber(
         subjects.INGEST_DELETE,
@@ -102,7 +108,7 @@ def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor
         ack_policy=AckPolicy.MANUAL,
     )
     async def on_delete(msg: NatsMessage) -> None:
-        await process_message(msg, DeleteRequested, ingestor.delete, stage="delete", **common)
+        await handle(msg, DeleteRequested, ingestor.delete, "delete")
 
     async def check() -> dict[str, Any]:
         await asyncio.to_thread(ingestor.store.ping)
