@@ -96,7 +96,8 @@ async def upload_document(
     object_name = f"{collection}/{document_id}"
     content_hash = hashlib.sha256(data).hexdigest()
     previous = await status_store.get(document_id)
-    await gateway.objects.put(object_name, data, meta=ObjectMeta(name=object_name, description=source))
+    if previous is None or previous.content_hash != content_hash:  # identical bytes are stored already
+        await gateway.objects.put(object_name, data, meta=ObjectMeta(name=object_name, description=source))
     status = DocumentStatus(
         document_id=document_id,
         collection=collection,
