@@ -96,7 +96,8 @@ async def upload_document(
     object_name = f"{collection}/{document_id}"
     content_hash = hashlib.sha256(data).hexdigest()
     previous = await status_store.get(document_id)
-    if previous is None or previous.content_hash != content_hash:  # identical bytes are stored already
+    stored = previous is not None and previous.content_hash == content_hash and previous.status != "deleting"
+    if not stored:  # identical bytes already in the object store are not written again
         await gateway.objects.put(object_name, data, meta=ObjectMeta(name=object_name, description=source))
     status = DocumentStatus(
         document_id=document_id,
