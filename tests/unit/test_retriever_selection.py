@@ -70,3 +70,10 @@ def test_escalates_fast_when_top_passages_span_distinct_sources() -> None:
 )
 def test_no_escalation(route: Route, selection: Selection) -> None:
     assert escalate(route, selection, spread=3) == route
+
+
+def test_a_much_weaker_passage_from_another_document_does_not_escalate() -> None:
+    passages = to_passages([hit("a.md", 0.7), hit("b.md", 0.68), hit("c.md", 0.4)])
+    selection = Selection(passages=passages, refused=False, reason=None)
+    assert escalate(FAST, selection, spread=3, margin=0.05) == FAST
+    assert escalate(FAST, selection, spread=3, margin=0.5).tier == "strong"

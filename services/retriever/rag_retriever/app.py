@@ -42,7 +42,7 @@ class Retriever:
             filters=query.filters,
         )
         selection = select(hits, self.settings.min_similarity)
-        route = escalate(query.route, selection, self.settings.escalate_sources)
+        route = escalate(query.route, selection, self.settings.escalate_sources, self.settings.escalate_margin)
         return advance(
             QueryRetrieved,
             query,

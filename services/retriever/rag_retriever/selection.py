@@ -47,10 +47,13 @@ def select(hits: Sequence[Hit], min_similarity: float) -> Selection:
     return Selection(passages=passages, refused=False, reason=None)
 
 
-def escalate(route: Route, selection: Selection, spread: int) -> Route:
-    """A fast-tier question whose top ``spread`` passages all come from different documents needs
-    the strong tier: the answer has to be assembled across sources."""
-    sources = {p.source for p in selection.passages[:spread]}
+def escalate(route: Route, selection: Selection, spread: int, margin: float = 0.05) -> Route:
+    """A fast-tier question whose top ``spread`` passages come from as many different documents, all
+    about as relevant as the best one (cosine within ``margin``), needs the strong tier: the answer
+    has to be assembled across sources. A weak third passage from another file does not count."""
+    top = selection.passages[:spread]
+    best = max((p.similarity for p in top), default=0.0)
+    sources = {p.source for p in top if p.similarity >= best - margin}
     if route.tier != "fast" or selection.refused or len(sources) < spread:
         return route
     return route.model_copy(

@@ -20,4 +20,7 @@ class RetrieverSettings(StoreSettings):
     escalate_sources: int = Field(
         3, ge=2, description="escalate fast→strong when this many top passages all come from different documents"
     )
+    escalate_margin: float = Field(
+        0.05, ge=0, le=1, description="passages count towards escalation when this close to the best similarity"
+    )
     metrics_port: int = 9103
