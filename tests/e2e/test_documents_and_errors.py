@@ -125,3 +125,12 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert 'rag_queries_total{outcome="answered"' in metrics
     assert "rag_http_request_duration_seconds_bucket" in metrics
     assert 'rag_query_stage_duration_seconds_bucket{le="0.001",stage="retriever"}' in metrics
+
+
+async def test_folders_in_file_names_are_kept_and_cannot_escape(client: httpx.AsyncClient) -> None:
+    first = await upload_and_wait(client, "guides/setup.md", b"# Setup\n\nGuides setup uses the blue cable.\n")
+    second = await upload_and_wait(client, "admin/setup.md", b"# Setup\n\nAdmin setup uses the red cable.\n")
+    assert (first["source"], second["source"]) == ("guides/setup.md", "admin/setup.md")
+    assert first["document_id"] != second["document_id"]
+    escaped = await upload(client, "../../etc/notes.md", b"# Notes\n\nplain\n")
+    assert escaped.status_code == 202 and escaped.json()["source"] == "etc/notes.md"

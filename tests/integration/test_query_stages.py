@@ -81,3 +81,35 @@ async def test_answer_subjects_do_not_multiply_metric_series(
         exposed = b"".join(generate_latest(t.registry) for t in stack.telemetries).decode()
     assert "rag.answer.*.*.final" in exposed
     assert not [line for line in exposed.splitlines() if "rag.answer." in line and "rag.answer.*.*." not in line]
+
+
+async def test_push_consumer_left_by_an_older_version_is_replaced(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    from nats.js.api import ConsumerConfig
+
+    from rag_common.broker import ensure_streams
+    from rag_common.settings import ServiceSettings
+
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await ensure_streams(js, ServiceSettings(nats_url=nats_server.url))
+    await js.add_consumer(
+        subjects.QUERY_STREAM,
+        ConsumerConfig(
+            durable_name=subjects.ROUTER_CONSUMER,
+            deliver_subject="old.push.inbox",
+            filter_subject=subjects.QUERY_REQUESTED,
+        ),
+    )
+    options = stack_options(tmp_path, nats_server.url, model_dir)
+    options.services, options.gateway = ("router",), False
+    async with Stack(options):
+        routed = await js.pull_subscribe(subjects.QUERY_ROUTED, durable="probe", stream=subjects.QUERY_STREAM)
+        query = QueryRequested(request_id="r-old", gateway_id="gw", question="How do I export?")
+        await js.publish(subjects.QUERY_REQUESTED, query.model_dump_json().encode())
+        message = (await routed.fetch(1, timeout=10))[0]
+        assert json.loads(message.data)["request_id"] == "r-old"
+        info = await js.consumer_info(subjects.QUERY_STREAM, subjects.ROUTER_CONSUMER)
+        assert not info.config.deliver_subject
+    await nc.close()

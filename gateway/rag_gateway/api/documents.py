@@ -44,9 +44,18 @@ def _status_store(gateway: Gateway) -> StatusStore:
 
 
 def _source_name(upload: UploadFile) -> str:
-    name = PurePosixPath((upload.filename or "").replace("\\", "/")).name.strip()
+    """The document's source path as the client named it, e.g. ``guides/setup.md``.
+
+    Folders are kept (two ``api.md`` in different folders are different documents); absolute
+    paths, ``..`` and empty parts are dropped so a name can never point outside its collection.
+    """
+    raw = (upload.filename or "").replace("\\", "/")
+    parts = [p.strip() for p in raw.split("/") if p.strip() not in ("", ".", "..")]
+    name = "/".join(parts)
     if not name:
         raise ApiError(422, "invalid_file", "the upload has no file name")
+    if len(name) > 512:
+        raise ApiError(422, "invalid_file", "the file name is longer than 512 characters")
     if PurePosixPath(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise ApiError(415, "unsupported_media_type", f"{name!r}: unsupported file type; supported: {supported}")

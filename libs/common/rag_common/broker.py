@@ -123,6 +123,24 @@ async def ensure_streams(js: JetStreamContext, settings: ServiceSettings) -> Non
             await js.add_stream(config=config)
         except BadRequestError:
             await js.update_stream(config=config)
+    await drop_push_consumers(js)
+
+
+async def drop_push_consumers(js: JetStreamContext) -> list[str]:
+    """Delete push consumers left in our work-queue streams by an older version.
+
+    Every consumer we create is a durable pull consumer; a push consumer of the same name would
+    make the pull subscriber wait forever without an error. Nothing is lost: the messages stay in
+    the stream and the pull consumer is created in its place.
+    """
+    dropped = []
+    for stream in (subjects.INGEST_STREAM, subjects.QUERY_STREAM):
+        for info in await js.consumers_info(stream):
+            if info.config.deliver_subject and info.name:
+                await js.delete_consumer(stream, info.name)
+                log.warning("deleted push consumer %s/%s left by an older version", stream, info.name)
+                dropped.append(f"{stream}/{info.name}")
+    return dropped
 
 
 def consumer_config(settings: ServiceSettings, *, ack_wait: float) -> ConsumerConfig:
