@@ -6,7 +6,7 @@ import pytest
 
 from rag_common.messages import Route
 from rag_common.vectors import Hit
-from rag_retriever.selection import Selection, escalate, select, to_passages
+from rag_retriever.selection import Selection, diversify, escalate, select, to_passages
 
 pytestmark = pytest.mark.unit
 
@@ -77,3 +77,21 @@ def test_a_much_weaker_passage_from_another_document_does_not_escalate() -> None
     selection = Selection(passages=passages, refused=False, reason=None)
     assert escalate(FAST, selection, spread=3, margin=0.05) == FAST
     assert escalate(FAST, selection, spread=3, margin=0.5).tier == "strong"
+
+
+def test_diversify_gives_each_section_one_slot_before_siblings() -> None:
+    hits = [
+        hit("a.md", section="S1", chunk_index=0),
+        hit("a.md", section="S1", chunk_index=1),
+        hit("a.md", section="S1", chunk_index=2),
+        hit("b.md", section="S2"),
+        hit("a.md", section="S3"),
+    ]
+    picked = diversify(hits, 4)
+    assert [(h.payload["source"], h.payload["section"]) for h in picked] == [
+        ("a.md", "S1"),
+        ("b.md", "S2"),
+        ("a.md", "S3"),
+        ("a.md", "S1"),
+    ]
+    assert picked[3].payload["chunk_index"] == 1

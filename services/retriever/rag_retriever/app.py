@@ -15,7 +15,7 @@ from rag_common.messages import QueryRetrieved, QueryRouted, advance
 from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.vectors import VectorStore, open_store, valid_collection
-from rag_retriever.selection import escalate, select
+from rag_retriever.selection import diversify, escalate, select
 from rag_retriever.settings import RetrieverSettings
 
 
@@ -36,11 +36,12 @@ class Retriever:
             query.collection,
             dense,
             sparse,
-            limit=self.settings.top_k,
+            limit=max(self.settings.top_k, self.settings.candidates if self.settings.diversify_sections else 0),
             prefetch_limit=self.settings.prefetch_limit,
             rrf_k=self.settings.rrf_k,
             filters=query.filters,
         )
+        hits = diversify(hits, self.settings.top_k) if self.settings.diversify_sections else hits[: self.settings.top_k]
         selection = select(hits, self.settings.min_similarity)
         route = escalate(query.route, selection, self.settings.escalate_sources, self.settings.escalate_margin)
         return advance(

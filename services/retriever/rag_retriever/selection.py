@@ -18,6 +18,22 @@ class Selection:
     reason: str | None
 
 
+def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
+    """Best hits with one chunk per (source, section) first, then the best of the rest.
+
+    Long sections are split into several chunks whose near-identical text would otherwise fill
+    the top ranks; giving each section one slot first lets other relevant sections in. Rank order
+    is kept within each pass.
+    """
+    seen: set[tuple[str, str]] = set()
+    first, rest = [], []
+    for h in hits:
+        key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
+        (rest if key in seen else first).append(h)
+        seen.add(key)
+    return (first + rest)[:limit]
+
+
 def to_passages(hits: Sequence[Hit]) -> list[Passage]:
     """Number hits 1..n in rank order, keeping where each came from."""
     return [

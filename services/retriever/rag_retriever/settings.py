@@ -12,6 +12,8 @@ class RetrieverSettings(StoreSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_RETRIEVER_", extra="ignore", populate_by_name=True)
 
     top_k: int = Field(5, ge=1, le=50, description="passages given to the generator")
+    candidates: int = Field(15, ge=1, le=200, description="fused hits considered before section diversity")
+    diversify_sections: bool = Field(True, description="one chunk per section first, then the rest")
     prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(
