@@ -229,3 +229,19 @@ def test_refusal_is_informational_and_skips_other_checks() -> None:
     assert result.flags == {"refused": True, "citation_invalid": False, "conflicting_sources": False}
     assert not result.flagged
     assert "refused" not in FAILING_FLAGS
+
+
+def test_conflict_counts_only_when_its_subject_is_asked_or_answered() -> None:
+    passages = [
+        PassageRef(1, "pricing.md", "Plans", None, "Plan: Pro; Price per user per month: $12; Storage: 100 GB"),
+        PassageRef(2, "sales-brochure-2025.pdf", "Plans", 2, "The Pro plan costs $15 per user per month."),
+    ]
+    about_storage = evaluate(
+        "The Business plan includes 1 TB [1].",
+        passages,
+        refused=False,
+        question="How much storage does the Business plan include?",
+    )
+    assert about_storage.flags["conflicting_sources"] is False
+    about_pro = evaluate("Pro is $12 [1] or $15 [2].", passages, refused=False, question="What does Pro cost?")
+    assert about_pro.flags["conflicting_sources"] is True

@@ -25,7 +25,7 @@ def assess(drafted: QueryDrafted) -> Evaluation:
     if drafted.route.tier == "greeting":
         return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
     refs = [PassageRef(n=p.n, source=p.source, section=p.section, page=p.page, text=p.text) for p in drafted.passages]
-    return evaluate(drafted.answer, refs, refused=drafted.refused)
+    return evaluate(drafted.answer, refs, refused=drafted.refused, question=drafted.question)
 
 
 def final_answer(drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswer:

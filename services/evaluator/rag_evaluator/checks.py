@@ -223,11 +223,14 @@ def evaluate(
     *,
     refused: bool,
     cited: Sequence[int] | None = None,
+    question: str | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
     A refusal cites nothing and states no facts, so citations and conflicts are only judged on
-    real answers. `cited` lets the generator pass the numbers it already parsed.
+    real answers. `cited` lets the generator pass the numbers it already parsed. With `question`,
+    a conflict counts only when its subject is named in the question or the answer: two prices of
+    the Pro plan in the passages do not make an answer about storage doubtful.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
@@ -237,7 +240,11 @@ def evaluate(
         invalid, why = _citation_verdict(numbers, (p.n for p in passages))
         if invalid:
             flags["citation_invalid"], details["citation_invalid"] = True, why
-        if conflicts := find_conflicts(passages):
+        conflicts = find_conflicts(passages)
+        if question is not None:
+            asked = f"{question} {answer}".lower()
+            conflicts = [c for c in conflicts if all(word in asked for word in c.subject.split())]
+        if conflicts:
             flags["conflicting_sources"] = True
             details["conflicting_sources"] = [{"subject": c.subject, "values": c.values} for c in conflicts]
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
