@@ -34,7 +34,9 @@ model: $(MODEL_DIR)/model.onnx ## assemble the offline embedding-model folder
 run: install model ## start NATS (if none), every service and the gateway on :8000, load the sample corpus
 	$(PY) -m rag_devrun
 
-test: install model ## install everything and run the whole suite
+test: install model ## install everything, lint, and run the whole suite
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy libs services gateway
 	$(PY) -m pytest
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json

@@ -26,7 +26,8 @@ def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
     is kept within each pass.
     """
     seen: set[tuple[str, str]] = set()
-    first, rest = [], []
+    first: list[Hit] = []
+    rest: list[Hit] = []
     for h in hits:
         key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
         (rest if key in seen else first).append(h)
