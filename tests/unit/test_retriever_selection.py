@@ -95,3 +95,9 @@ def test_diversify_gives_each_section_one_slot_before_siblings() -> None:
         ("a.md", "S1"),
     ]
     assert picked[3].payload["chunk_index"] == 1
+
+
+def test_diversify_tells_pages_of_a_sectionless_pdf_apart() -> None:
+    hits = [hit("a.pdf", page=1), hit("a.pdf", page=1), hit("a.pdf", page=2), hit("b.pdf", page=7)]
+    picked = diversify(hits, 3)
+    assert [(h.payload["source"], h.payload["page"]) for h in picked] == [("a.pdf", 1), ("a.pdf", 2), ("b.pdf", 7)]

@@ -19,17 +19,17 @@ class Selection:
 
 
 def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
-    """Best hits with one chunk per (source, section) first, then the best of the rest.
+    """Best hits with one chunk per (source, section, page) first, then the best of the rest.
 
     Long sections are split into several chunks whose near-identical text would otherwise fill
     the top ranks; giving each section one slot first lets other relevant sections in. Rank order
     is kept within each pass.
     """
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, object]] = set()
     first: list[Hit] = []
     rest: list[Hit] = []
     for h in hits:
-        key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
+        key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")), h.payload.get("page"))
         (rest if key in seen else first).append(h)
         seen.add(key)
     return (first + rest)[:limit]
