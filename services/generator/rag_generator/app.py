@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
@@ -19,12 +21,31 @@ from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"
 
+DeltaSink = Callable[[QueryRetrieved, AnswerDelta], Awaitable[None]]
+
 
 class Generator:
-    def __init__(self, settings: GeneratorSettings, broker: NatsBroker, telemetry: ServiceTelemetry) -> None:
+    """Drafts answers; token deltas go to the waiting gateway through ``broker``.
+
+    ``on_delta`` replaces that publish (e.g. the benchmarks compose the stages in-process, with
+    no broker); by default deltas are published exactly as before.
+    """
+
+    def __init__(
+        self,
+        settings: GeneratorSettings,
+        broker: NatsBroker | None,
+        telemetry: ServiceTelemetry,
+        on_delta: DeltaSink | None = None,
+    ) -> None:
+        if on_delta is None:
+            if broker is None:
+                raise ValueError("Generator needs a broker to publish deltas, or an on_delta callback")
+            on_delta = partial(publish_delta, broker)
         self.settings = settings
         self.broker = broker
         self.telemetry = telemetry
+        self.on_delta = on_delta
 
     async def draft(self, query: QueryRetrieved) -> QueryDrafted:
         attempt = new_id()
@@ -32,9 +53,7 @@ class Generator:
 
         async def emit(text: str) -> None:
             nonlocal seq
-            await publish_delta(
-                self.broker, query, AnswerDelta(request_id=query.request_id, attempt=attempt, seq=seq, text=text)
-            )
+            await self.on_delta(query, AnswerDelta(request_id=query.request_id, attempt=attempt, seq=seq, text=text))
             seq += 1
 
         route = query.route

@@ -1,0 +1,270 @@
+"""What the message bus costs per question: the same stage functions in-process versus over NATS.
+
+In-process: ``decide`` → ``Retriever.retrieve`` → ``Generator.draft`` → ``assess``/``final_answer``,
+called one after the other with the running system's embedder and vector store (the same
+process-wide objects its retriever uses), deltas going to a no-op callback.
+
+Over NATS: ``QueryRequested`` published on JetStream, exactly as the gateway does, and the final
+answer awaited on this client's own answer subject (``rag.answer.<id>.*.*``); no HTTP. Through the
+gateway (HTTP) is measured in the same rotation for reference. The three paths take turns on each
+question, so drift in machine load hits them alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import nats
+from nats.aio.msg import Msg
+
+from benchmarks.stats import median, paired_differences, summarize
+from rag_common import subjects
+from rag_common.embedding import get_embedder
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryDrafted, QueryRequested, new_id
+from rag_common.telemetry import setup_telemetry
+from rag_common.vectors import open_store
+from rag_evaluator.app import assess, final_answer
+from rag_generator.app import Generator
+from rag_generator.settings import GeneratorSettings
+from rag_retriever.app import Retriever
+from rag_retriever.settings import RetrieverSettings
+from rag_router.app import decide
+from rag_router.settings import RouterSettings
+
+PATHS = ("inprocess", "nats", "http")
+GREETING = "hello"  # answered by the router alone: two JetStream hops and no retrieval
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process, every thread (the services, not the separate nats-server)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class InProcessPipeline:
+    """The four stages as plain calls: no broker, no serialisation, no thread hop."""
+
+    def __init__(self, nats_url: str, data_dir: Path, model_dir: Path, qdrant_path: Path) -> None:
+        common: dict[str, Any] = {"nats_url": nats_url, "data_dir": data_dir}
+        self.router_settings = RouterSettings(**common)
+        retriever_settings = RetrieverSettings(**common, model_dir=model_dir, qdrant_path=qdrant_path)
+        embedder = get_embedder(retriever_settings.resolved_model_dir)
+        store = open_store(None, retriever_settings.resolved_qdrant_path)
+        self.embedder = embedder
+        self.retriever = Retriever(retriever_settings, embedder, store)
+        self.generator = Generator(GeneratorSettings(**common), None, setup_telemetry("bench"), on_delta=self._drop)
+        self.stage_ms: dict[str, list[float]] = {s: [] for s in ("router", "retriever", "generator", "evaluator")}
+
+    @staticmethod
+    async def _drop(query: object, delta: AnswerDelta) -> None:
+        return None
+
+    async def answer(self, question: str) -> QueryAnswer:
+        query = QueryRequested(request_id=new_id(), gateway_id="inprocess", question=question)
+        marks = [time.perf_counter()]
+        decision = decide(query, self.router_settings)
+        marks.append(time.perf_counter())
+        if isinstance(decision, QueryDrafted):  # a greeting: no retrieval, no generation
+            drafted = decision
+        else:
+            retrieved = self.retriever.retrieve(decision)
+            marks.append(time.perf_counter())
+            drafted = await self.generator.draft(retrieved)
+            marks.append(time.perf_counter())
+        answer = final_answer(drafted, assess(drafted))
+        marks.append(time.perf_counter())
+        stages = ("router", "retriever", "generator", "evaluator") if len(marks) == 5 else ("router", "evaluator")
+        for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True):
+            self.stage_ms[stage].append((end - start) * 1000)
+        return answer
+
+    def embed_query_ms(self, questions: list[str]) -> list[float]:
+        """The query embedding alone (dense + BM25), the first half of the retriever's work."""
+        times = []
+        for question in questions:
+            started = time.perf_counter()
+            self.embedder.embed_query(question)
+            times.append((time.perf_counter() - started) * 1000)
+        return times
+
+
+class NatsClient:
+    """Asks over JetStream as the gateway does, and waits on its own answer subject."""
+
+    def __init__(self, nc: nats.NATS) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.gateway_id = "bench" + new_id()[:8]
+        self.waiting: dict[str, asyncio.Future[QueryAnswer]] = {}
+
+    async def on_message(self, msg: Msg) -> None:
+        request_id, kind = msg.subject.split(".")[-2:]
+        future = self.waiting.get(request_id)
+        if future is None or future.done():
+            return
+        if kind == "final":
+            future.set_result(QueryAnswer.model_validate_json(msg.data))
+        elif kind == "error":
+            error = AnswerError.model_validate_json(msg.data)
+            future.set_exception(RuntimeError(f"{error.code}: {error.message}"))
+
+    async def answer(self, question: str, timeout_s: float) -> QueryAnswer:
+        rid = new_id()
+        future: asyncio.Future[QueryAnswer] = asyncio.get_running_loop().create_future()
+        self.waiting[rid] = future
+        try:
+            message = QueryRequested(request_id=rid, gateway_id=self.gateway_id, question=question)
+            await self.js.publish(
+                subjects.QUERY_REQUESTED,
+                message.model_dump_json().encode(),
+                stream=subjects.QUERY_STREAM,
+                headers={"Nats-Msg-Id": f"{rid}:requested"},
+            )
+            return await asyncio.wait_for(future, timeout_s)
+        finally:
+            self.waiting.pop(rid, None)
+
+
+@contextlib.asynccontextmanager
+async def nats_client(url: str) -> AsyncIterator[NatsClient]:
+    nc = await nats.connect(url, allow_reconnect=False)
+    client = NatsClient(nc)
+    try:
+        await nc.subscribe(subjects.answer_wildcard(client.gateway_id), cb=client.on_message)
+        yield client
+    finally:
+        await nc.drain()
+
+
+@dataclass
+class OverheadRun:
+    ms: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PATHS})
+    cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {p: [] for p in PATHS})
+    greeting_ms: dict[str, list[float]] = field(default_factory=lambda: {"inprocess": [], "nats": []})
+    greeting_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {"inprocess": [], "nats": []})
+    inprocess_stage_ms: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    embed_query_ms: list[float] = field(default_factory=list)
+    same_answer: int = 0
+    compared: int = 0
+    stopped_by: str = "count"
+
+    def greeting_nats_minus_inprocess(self) -> list[float]:
+        return paired_differences(self.greeting_ms["nats"], self.greeting_ms["inprocess"])
+
+    def nats_minus_inprocess(self) -> list[float]:
+        return paired_differences(self.ms["nats"], self.ms["inprocess"])
+
+    def http_minus_inprocess(self) -> list[float]:
+        return paired_differences(self.ms["http"], self.ms["inprocess"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "questions_asked": len(self.ms["inprocess"]),
+            "stopped_by": self.stopped_by,
+            "same_answer_text": f"{self.same_answer}/{self.compared}",
+            **{f"{p}_ms": summarize(v) for p, v in self.ms.items()},
+            "nats_minus_inprocess_ms": summarize(self.nats_minus_inprocess()),
+            "http_minus_inprocess_ms": summarize(self.http_minus_inprocess()),
+            "process_cpu_ms_per_question": {p: summarize(v) for p, v in self.cpu_ms.items()},
+            "greeting_ms": {p: summarize(v) for p, v in self.greeting_ms.items()},
+            "greeting_nats_minus_inprocess_ms": summarize(self.greeting_nats_minus_inprocess()),
+            "greeting_process_cpu_ms": {p: summarize(v) for p, v in self.greeting_cpu_ms.items()},
+            "inprocess_stage_ms": self.inprocess_stage_ms,
+            "embed_query_ms": summarize(self.embed_query_ms),
+        }
+
+
+async def _timed(call: Callable[[str], Awaitable[str]], question: str) -> tuple[float, float, str]:
+    """Wall and process-CPU milliseconds of one call, and its answer text."""
+    cpu, started = cpu_seconds(), time.perf_counter()
+    answer = await call(question)
+    return (time.perf_counter() - started) * 1000, (cpu_seconds() - cpu) * 1000, answer
+
+
+async def measure_overhead(
+    pipeline: InProcessPipeline,
+    base_url: str,
+    nats_url: str,
+    questions: list[str],
+    repeats: int,
+    max_seconds: float,
+    warmup: int = 3,
+    greetings: int = 30,
+    timeout_s: float = 30.0,
+) -> OverheadRun:
+    """Each question ``repeats`` times on each path, the paths' order rotating; bounded by ``max_seconds``.
+
+    Then ``greetings`` greetings in-process and over NATS (what two hops cost with no retrieval),
+    and the query embedding alone on each question (part of the retriever's time).
+    """
+    run = OverheadRun()
+    async with nats_client(nats_url) as bus, httpx.AsyncClient(base_url=base_url, timeout=timeout_s) as http:
+
+        async def via_http(question: str) -> str:
+            response = await http.post("/v1/query", json={"question": question})
+            response.raise_for_status()
+            return str(response.json()["answer"])
+
+        async def via_nats(question: str) -> str:
+            return (await bus.answer(question, timeout_s)).answer
+
+        async def in_process(question: str) -> str:
+            return (await pipeline.answer(question)).answer
+
+        paths: dict[str, Callable[[str], Awaitable[str]]] = {
+            "inprocess": in_process,
+            "nats": via_nats,
+            "http": via_http,
+        }
+        for i in range(warmup):
+            for call in paths.values():
+                await call(questions[i % len(questions)])
+        for stage_times in pipeline.stage_ms.values():
+            stage_times.clear()
+        deadline = time.monotonic() + max_seconds
+        turn = 0
+        for question in [q for _ in range(repeats) for q in questions]:
+            if time.monotonic() > deadline:
+                run.stopped_by = "time"
+                break
+            order = PATHS[turn % 3 :] + PATHS[: turn % 3]
+            turn += 1
+            answers: dict[str, str] = {}
+            for path in order:
+                ms, cpu_ms, answers[path] = await _timed(paths[path], question)
+                run.ms[path].append(ms)
+                run.cpu_ms[path].append(cpu_ms)
+            run.compared += 1
+            run.same_answer += answers["inprocess"] == answers["nats"] == answers["http"]
+        run.inprocess_stage_ms = {stage: summarize(v) for stage, v in pipeline.stage_ms.items()}
+        deadline = time.monotonic() + max_seconds / 3
+        for i in range(greetings):
+            if time.monotonic() > deadline:
+                break
+            for path in ("inprocess", "nats") if i % 2 else ("nats", "inprocess"):
+                ms, cpu_ms, _ = await _timed(paths[path], GREETING)
+                run.greeting_ms[path].append(ms)
+                run.greeting_cpu_ms[path].append(cpu_ms)
+        run.embed_query_ms = await asyncio.to_thread(pipeline.embed_query_ms, questions)
+    return run
+
+
+def headline(run: OverheadRun) -> dict[str, float]:
+    diffs = run.nats_minus_inprocess()
+    return {
+        "paired_p50": median(diffs),
+        "inprocess_p50": median(run.ms["inprocess"]),
+        "nats_p50": median(run.ms["nats"]),
+        "http_p50": median(run.ms["http"]),
+        "http_paired_p50": median(run.http_minus_inprocess()),
+        "greeting_paired_p50": median(run.greeting_nats_minus_inprocess()),
+        "cpu_paired_p50": median(paired_differences(run.cpu_ms["nats"], run.cpu_ms["inprocess"])),
+    }

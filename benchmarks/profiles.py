@@ -1,0 +1,160 @@
+"""Profiles that explain the benchmark figures: ``python -m benchmarks.profiles hops|retrieval``.
+
+- ``hops``: greetings over JetStream (the router answers them: requested → router → drafted →
+  evaluator, then the final answer on core NATS; no retrieval, no model). What is left is the cost
+  of moving a question between stages: the pipeline-overhead figure.
+- ``retrieval``: the benchmark's corpus slice indexed straight into a local Qdrant folder (no NATS),
+  then ``Retriever.retrieve`` on each question: how its time splits between the query embedding,
+  the hybrid search and the rest.
+
+Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import logging
+import pstats
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.corpus import shared_corpus, synthetic_corpus
+from benchmarks.overhead import GREETING, cpu_seconds, nats_client
+from benchmarks.stats import summarize
+from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
+from rag_common.embedding import get_embedder
+from rag_common.messages import IngestRequested, QueryRouted, Route
+from rag_common.vectors import open_store
+from rag_devrun.stack import Stack
+from rag_ingest.pipeline import index_document
+from rag_ingest.settings import IngestSettings
+from rag_retriever.app import Retriever
+from rag_retriever.settings import RetrieverSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
+
+
+def group(filename: str, function: str) -> str:
+    if "site-packages/" in filename:
+        return filename.split("site-packages/", 1)[1].split("/", 1)[0]
+    if str(ROOT) in filename:
+        return "project code (libs, services, gateway)"
+    if filename.startswith("~") or filename.startswith("<"):
+        return "builtin: " + function  # e.g. epoll (waiting: not CPU), socket send, onnxruntime run
+    return "stdlib: " + Path(filename).name
+
+
+def print_profile(profiler: cProfile.Profile, calls: int, what: str) -> None:
+    stats = pstats.Stats(profiler)
+    totals: Counter[str] = Counter()
+    for (filename, _, function), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        totals[group(filename, function)] += own
+    everything = sum(totals.values())
+    print(f"\nprofiled: {everything * 1000 / calls:.2f} ms own time per {what} (cProfile inflates it), by package:")
+    for name, seconds in totals.most_common(18):
+        print(f"  {100 * seconds / everything:5.1f}%  {seconds * 1000 / calls:7.3f} ms  {name[:90]}")
+    print()
+    stats.sort_stats("tottime").print_stats(12)
+
+
+async def hops(count: int, model_dir: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="rag-bench-hops-") as tmp:
+        data_dir = Path(tmp)
+        async with (
+            private_nats(data_dir / "nats") as server,
+            Stack(stack_options(data_dir, server.url, model_dir, services=QUERY_SERVICES)),
+            nats_client(server.url) as bus,
+        ):
+            for _ in range(10):
+                await bus.answer(GREETING, 30)
+            times, cpu = [], cpu_seconds()
+            deadline = time.monotonic() + 60
+            while len(times) < count and time.monotonic() < deadline:
+                started = time.perf_counter()
+                await bus.answer(GREETING, 30)
+                times.append((time.perf_counter() - started) * 1000)
+            cpu_ms = (cpu_seconds() - cpu) * 1000 / len(times)
+            print(f"greeting over NATS, unprofiled: {summarize(times)} ms; process CPU {cpu_ms:.2f} ms per greeting")
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(len(times)):
+                await bus.answer(GREETING, 30)
+            profiler.disable()
+    print_profile(profiler, len(times), "greeting")
+
+
+def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+    embedder = get_embedder(model_dir)
+    settings = IngestSettings()
+    with tempfile.TemporaryDirectory(prefix="rag-bench-retrieval-") as tmp:
+        work = Path(tmp)
+        if corpus_dir.is_dir():
+            corpus = shared_corpus(corpus_dir, target_chunks, work / "corpus", embedder, settings, count)
+        else:
+            corpus = synthetic_corpus(target_chunks, work / "corpus", embedder, settings, count)
+        store = open_store(None, work / "qdrant")
+        started = time.perf_counter()
+        for i, doc in enumerate(corpus.documents):
+            request = IngestRequested(
+                request_id="profile",
+                document_id=f"doc{i}",
+                source=doc.source,
+                object_name="-",
+                content_hash="v1",
+                size=len(doc.data),
+            )
+            index_document(request, doc.data, embedder, store, settings)
+        seconds = time.perf_counter() - started
+        print(f"indexed {corpus.chunks} chunks of {len(corpus.documents)} documents in {seconds:.1f}s")
+        retriever = Retriever(RetrieverSettings(model_dir=model_dir, qdrant_path=work / "qdrant"), embedder, store)
+        queries = [
+            QueryRouted(request_id=f"q{i}", gateway_id="profile", question=q, route=Route(tier="fast"))
+            for i, q in enumerate(corpus.questions)
+        ]
+        for query in queries[:3]:
+            retriever.retrieve(query)
+        embed, whole, cpu = [], [], []
+        for query in queries:
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            embedder.embed_query(query.question)
+            t1 = time.perf_counter()
+            retriever.retrieve(query)
+            t2 = time.perf_counter()
+            embed.append((t1 - t0) * 1000)
+            whole.append((t2 - t1) * 1000)
+            cpu.append((cpu_seconds() - c0) * 1000)
+        print(f"embed_query alone:        {summarize(embed)} ms")
+        print(f"Retriever.retrieve:       {summarize(whole)} ms (embeds the query again, then searches)")
+        print(f"process CPU, both:        {summarize(cpu)} ms")
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for query in queries:
+            retriever.retrieve(query)
+        profiler.disable()
+        store.close()
+    print_profile(profiler, len(queries), "retrieve")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=["hops", "retrieval"])
+    parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
+    parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
+    parser.add_argument("--model-dir", type=Path, default=ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    model_dir = args.model_dir.resolve()
+    if args.what == "hops":
+        asyncio.run(hops(args.count, model_dir))
+    else:
+        retrieval(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
+
+
+if __name__ == "__main__":
+    main()
