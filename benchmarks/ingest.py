@@ -66,6 +66,8 @@ async def ingest_through_http(
         deadline = time.monotonic() + timeout_s
         ids: list[tuple[str, str]] = []
         for doc in corpus.documents:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"uploaded {len(ids)} of {len(corpus.documents)} documents in {timeout_s:.0f}s")
             response = await client.post("/v1/documents", files={"file": (doc.source, doc.data)})
             response.raise_for_status()
             ids.append((doc.source, response.json()["document_id"]))

@@ -72,7 +72,8 @@ async def hops(count: int, model_dir: Path) -> None:
         ):
             for _ in range(10):
                 await bus.answer(GREETING, 30)
-            times, cpu = [], cpu_seconds()
+            times: list[float] = []
+            cpu = cpu_seconds()
             deadline = time.monotonic() + 60
             while len(times) < count and time.monotonic() < deadline:
                 started = time.perf_counter()
