@@ -1,0 +1,33 @@
+"""Trace export is configured from the environment: OTLP when an endpoint is set, else nothing."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from rag_common.telemetry import setup_telemetry
+
+pytestmark = pytest.mark.unit
+
+
+def exporters(service: str) -> list[object]:
+    provider = setup_telemetry(service).tracer_provider
+    processors = provider._active_span_processor._span_processors  # the SDK keeps no public list
+    return [getattr(p, "span_exporter", None) or getattr(p, "_exporter", None) for p in processors]
+
+
+def test_otlp_exporter_when_endpoint_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    found = exporters("router")
+    assert any(isinstance(e, OTLPSpanExporter) for e in found), found
+
+
+def test_no_exporter_by_default_but_spans_still_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.delenv("RAG_TRACE_CONSOLE", raising=False)
+    telemetry = setup_telemetry("router")
+    assert exporters("router") == []
+    with telemetry.tracer.start_as_current_span("x") as span:
+        assert span.get_span_context().trace_id != 0
+    assert telemetry.tracer_provider.resource.attributes["service.name"] == "rag-router"
