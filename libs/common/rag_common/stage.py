@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from faststream import AckPolicy
-from faststream.nats import NatsBroker, NatsMessage, PullSub
+from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from pydantic import BaseModel
 
 from rag_common import subjects
 from rag_common.broker import QUERY_JSTREAM, FailureHook, consumer_config, ensure_streams, process_message
@@ -18,6 +19,7 @@ from rag_common.telemetry import ServiceTelemetry
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=QueryRequested)
+W = TypeVar("W", bound=BaseModel)
 
 
 def answer_failure_hook(broker: NatsBroker) -> FailureHook:
@@ -34,6 +36,52 @@ def answer_failure_hook(broker: NatsBroker) -> FailureHook:
     return report
 
 
+def register_work_queue(
+    broker: NatsBroker,
+    settings: ServiceSettings,
+    telemetry: ServiceTelemetry,
+    *,
+    subject: str,
+    consumer: str,
+    stream: JStream,
+    area: str,
+    model: type[W],
+    work: Callable[[W], Awaitable[None]],
+    ack_wait: float,
+    on_failure: FailureHook,
+    stage: str | None = None,
+) -> None:
+    """Consume ``subject`` through a durable pull consumer that every replica shares.
+
+    Replicas split the work; a message whose handler dies is redelivered to another replica after
+    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once. Fetches
+    take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
+    once the first message has arrived, which would add seconds to a lone question.
+    """
+
+    @broker.subscriber(
+        subject,
+        durable=consumer,
+        stream=stream,
+        pull_sub=PullSub(batch_size=1, timeout=5.0),
+        max_workers=settings.concurrency,
+        config=consumer_config(settings, ack_wait=ack_wait),
+        ack_policy=AckPolicy.MANUAL,
+    )
+    async def handle(msg: NatsMessage) -> None:
+        await process_message(
+            msg,
+            model,
+            work,
+            broker=broker,
+            telemetry=telemetry,
+            stage=stage or consumer,
+            area=area,
+            max_deliver=settings.max_deliver,
+            on_failure=on_failure,
+        )
+
+
 def register_query_stage(
     broker: NatsBroker,
     settings: ServiceSettings,
@@ -45,36 +93,20 @@ def register_query_stage(
     work: Callable[[M], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
-    """Consume one stage subject through a durable pull consumer that every replica shares.
-
-    Replicas split the work; a stage that dies mid-message is redelivered to another replica after
-    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once. Fetches
-    take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
-    once the first message has arrived, which would add seconds to a lone question.
-    """
-    on_failure = answer_failure_hook(broker)
-
-    @broker.subscriber(
-        subject,
-        durable=consumer,
+    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client."""
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subject,
+        consumer=consumer,
         stream=QUERY_JSTREAM,
-        pull_sub=PullSub(batch_size=1, timeout=5.0),
-        max_workers=settings.concurrency,
-        config=consumer_config(settings, ack_wait=ack_wait or settings.query_ack_wait_s),
-        ack_policy=AckPolicy.MANUAL,
+        area="query",
+        model=model,
+        work=work,
+        ack_wait=ack_wait or settings.query_ack_wait_s,
+        on_failure=answer_failure_hook(broker),
     )
-    async def handle(msg: NatsMessage) -> None:
-        await process_message(
-            msg,
-            model,
-            work,
-            broker=broker,
-            telemetry=telemetry,
-            stage=consumer,
-            area="query",
-            max_deliver=settings.max_deliver,
-            on_failure=on_failure,
-        )
 
 
 async def publish_stage(broker: NatsBroker, message: QueryRequested, subject: str) -> None:

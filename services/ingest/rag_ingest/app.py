@@ -6,14 +6,14 @@ import asyncio
 import logging
 from typing import Any
 
-from faststream import AckPolicy, FastStream
-from faststream.nats import NatsBroker, NatsMessage, PullSub
+from faststream import FastStream
+from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.broker import INGEST_JSTREAM, PermanentError, consumer_config, make_broker, process_message
+from rag_common.broker import INGEST_JSTREAM, PermanentError, make_broker
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import DeleteRequested, IngestRequested
-from rag_common.stage import open_buckets, prepare_jetstream, register_ping
+from rag_common.stage import open_buckets, prepare_jetstream, register_ping, register_work_queue
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.vectors import VectorStore, open_store
@@ -73,42 +73,34 @@ class Ingestor:
 def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor: Ingestor) -> NatsBroker:
     broker = make_broker(settings, telemetry)
 
-    async def handle(msg: NatsMessage, model: type[Any], work: Any, stage: str) -> None:
-        await process_message(
-            msg,
-            model,
-            work,
-            broker=broker,
-            telemetry=telemetry,
-            stage=stage,
-            area="ingest",
-            max_deliver=settings.max_deliver,
-            on_failure=ingestor.failed,
-        )
-
-    @broker.subscriber(
-        subjects.INGEST_REQUESTED,
-        durable=subjects.INGEST_CONSUMER,
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subjects.INGEST_REQUESTED,
+        consumer=subjects.INGEST_CONSUMER,
         stream=INGEST_JSTREAM,
-        pull_sub=PullSub(batch_size=1, timeout=5.0),
-        max_workers=settings.concurrency,
-        config=consumer_config(settings, ack_wait=settings.ack_wait_s),
-        ack_policy=AckPolicy.MANUAL,
+        area="ingest",
+        stage="requested",
+        model=IngestRequested,
+        work=ingestor.ingest,
+        ack_wait=settings.ack_wait_s,
+        on_failure=ingestor.failed,
     )
-    async def on_ingest(msg: NatsMessage) -> None:
-        await handle(msg, IngestRequested, ingestor.ingest, "requested")
-
-    @broker.subscriber(
-        subjects.INGEST_DELETE,
-        durable=subjects.INGEST_DELETE_CONSUMER,
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subjects.INGEST_DELETE,
+        consumer=subjects.INGEST_DELETE_CONSUMER,
         stream=INGEST_JSTREAM,
-        pull_sub=PullSub(batch_size=1, timeout=5.0),
-        max_workers=settings.concurrency,
-        config=consumer_config(settings, ack_wait=60.0),
-        ack_policy=AckPolicy.MANUAL,
+        area="ingest",
+        stage="delete",
+        model=DeleteRequested,
+        work=ingestor.delete,
+        ack_wait=60.0,
+        on_failure=ingestor.failed,
     )
-    async def on_delete(msg: NatsMessage) -> None:
-        await handle(msg, DeleteRequested, ingestor.delete, "delete")
 
     async def check() -> dict[str, Any]:
         await asyncio.to_thread(ingestor.store.ping)
