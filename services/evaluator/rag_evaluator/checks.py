@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from rag_common.citations import cited_numbers
+
 FLAG_NAMES = ("refused", "citation_invalid", "conflicting_sources")
 # "refused" is informational: declining to answer from insufficient context is correct behaviour.
 FAILING_FLAGS = frozenset({"citation_invalid", "conflicting_sources"})
@@ -48,17 +50,8 @@ class Evaluation:
 
 # --- citations ---------------------------------------------------------------------------------
 
-# "[1]", "[1][3]" and "[1, 2]"; a following "(" means a markdown link such as "[1](url)".
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\](?!\()")
-
-
-def citation_numbers(answer: str) -> list[int]:
-    """Passage numbers the answer cites, in order of first appearance, each once."""
-    seen: dict[int, None] = {}
-    for match in _CITATION.finditer(answer):
-        for part in match.group(1).split(","):
-            seen.setdefault(int(part), None)
-    return list(seen)
+# One parser shared with the generator (rag_common.citations): both agree on what a citation is.
+citation_numbers = cited_numbers
 
 
 def _citation_verdict(cited: Iterable[int], valid: Iterable[int]) -> tuple[bool, dict[str, object]]:

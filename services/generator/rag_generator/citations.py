@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag_common.citations import cited_numbers
 from rag_common.messages import Passage
 
-CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\](?!\()")
 WORD = re.compile(r"[a-z0-9$€£%.]+")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[*])|\n+|;\s+(?=[A-Z][\w ]{0,40}:)")
 MARKUP = re.compile(r"\*\*|__|`")
@@ -16,15 +16,6 @@ STOP = frozenset(
     "when where which who why will with you your there their about into than then".split()
 )
 EXTRACTIVE_PREFIX = "Extractive answer (no language model): the most relevant passages say:"
-
-
-def cited_numbers(answer: str) -> list[int]:
-    """Citation numbers in order of first appearance: [1], [2][3], [1, 2]."""
-    seen: dict[int, None] = {}
-    for group in CITATION.findall(answer):
-        for number in group.split(","):
-            seen.setdefault(int(number), None)
-    return list(seen)
 
 
 def citations_for(answer: str, passages: Sequence[Passage]) -> list[Passage]:
