@@ -48,6 +48,7 @@ def final_answer(drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswer:
         trace_id=drafted.trace_id,
         collection=drafted.collection,
         session_id=drafted.session_id,
+        rewritten_question=drafted.rewritten_question,
     )
 
 

@@ -19,6 +19,7 @@ from rag_common.messages.query import (
     QueryRouted,
     Route,
     Tier,
+    Turn,
     Usage,
     advance,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Route",
     "Tier",
     "Timed",
+    "Turn",
     "Usage",
     "advance",
     "new_id",

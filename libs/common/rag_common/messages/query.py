@@ -48,11 +48,25 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
 
 
+class Turn(BaseModel):
+    """One earlier exchange of a conversation: what was asked (and what it meant) and the answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question: str
+    answer: str = ""
+    rewritten_question: str | None = None  # the standalone form the retriever searched with
+    sources: list[str] = Field(default_factory=list)
+
+
 class QueryRequested(Timed):
     type: str = "rag.query.requested.v1"
     gateway_id: str
     question: str
     session_id: str | None = None
+    # Earlier turns given by the caller (e.g. an OpenAI-style message list). When set they are the
+    # conversation; otherwise the retriever reads the session's turns from the sessions bucket.
+    history: list[Turn] | None = None
     collection: str = "default"
     filters: dict[str, Any] = Field(default_factory=dict)
     selected_text: str | None = None
@@ -67,6 +81,7 @@ class QueryRouted(QueryRequested):
 
 class QueryRetrieved(QueryRouted):
     type: str = "rag.query.retrieved.v1"
+    rewritten_question: str | None = None  # the follow-up made standalone; None when it was one
     passages: list[Passage] = Field(default_factory=list)
     refused: bool = False
     refusal_reason: str | None = None
@@ -96,6 +111,7 @@ class QueryAnswer(Timed):
     trace_id: str = ""
     collection: str = "default"
     session_id: str | None = None
+    rewritten_question: str | None = None
 
 
 class AnswerDelta(Message):
