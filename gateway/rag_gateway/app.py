@@ -14,11 +14,12 @@ from starlette.responses import Response
 
 from rag_common import subjects
 from rag_common.broker import make_broker
-from rag_common.stage import open_buckets, prepare_jetstream
+from rag_common.sessions import SessionStore
+from rag_common.stage import open_buckets, open_sessions_bucket, prepare_jetstream
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_gateway.answers import AnswerHub
-from rag_gateway.api import documents, health, query
+from rag_gateway.api import documents, health, query, sessions
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import RequestIdMiddleware, install_error_handlers
 from rag_gateway.settings import GatewaySettings
@@ -45,6 +46,8 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
         gateway.objects, gateway.status = objects, StatusStore(kv)
+        sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
+        gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         await broker.start()
         try:
             yield
@@ -62,6 +65,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.include_router(health.router)
     app.include_router(documents.router)
     app.include_router(query.router)
+    app.include_router(sessions.router)
 
     @app.middleware("http")
     async def observe(request: Request, call_next: RequestResponseEndpoint) -> Response:

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
+from rag_common.sessions import SessionStore
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
@@ -49,6 +50,7 @@ class Gateway:
     telemetry: ServiceTelemetry
     metrics: GatewayMetrics
     status: StatusStore | None = None
+    sessions: SessionStore | None = None
     objects: Any = None
 
 

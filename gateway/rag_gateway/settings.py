@@ -18,3 +18,5 @@ class GatewaySettings(ServiceSettings):
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
     query_timeout_s: float = Field(60.0, gt=0, description="give up on an answer after this long (504)")
     ready_timeout_s: float = Field(1.0, gt=0, description="how long /readyz waits for each service")
+    session_max_turns: int = Field(10, ge=1, le=100, description="turns kept per conversation (session_id)")
+    session_ttl_s: float = Field(86400.0, gt=0, description="a conversation idle this long is forgotten")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +13,8 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_common import subjects
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested, Turn
+from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
 from rag_common.vectors import valid_collection
 from rag_gateway.answers import Event, Pending
@@ -20,6 +22,7 @@ from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError, request_id
 
 router = APIRouter(prefix="/v1", tags=["query"])
+log = logging.getLogger("rag.gateway")
 
 # Fields of the final message that are plumbing, not part of the HTTP contract.
 INTERNAL_FIELDS = {"type", "started_at"}
@@ -48,15 +51,53 @@ class QueryIn(BaseModel):
             raise ValueError("collection must be 1-63 lowercase letters, digits, '-' or '_'")
         return value
 
+    @field_validator("session_id")
+    @classmethod
+    def _session_id(cls, value: str | None) -> str | None:
+        if value is not None and not valid_session_id(value):
+            raise ValueError("session_id must be 1-128 letters, digits, '-' or '_'")
+        return value
 
-async def submit(gateway: Gateway, body: QueryIn, rid: str) -> Pending:
+
+async def conversation(gateway: Gateway, body: QueryIn) -> list[Turn] | None:
+    """The session's earlier turns, checked to belong to the collection asked (before queuing)."""
+    if body.session_id is None or gateway.sessions is None:
+        return None
+    try:
+        return await gateway.sessions.history(body.session_id, body.collection)
+    except SessionCollectionMismatch as exc:
+        raise ApiError(409, "session_collection_mismatch", str(exc)) from None
+
+
+async def remember(gateway: Gateway, body: QueryIn, rid: str, answer: QueryAnswer) -> None:
+    """Record an answered turn of a conversation; a blocked injection attempt is not carried on."""
+    if body.session_id is None or gateway.sessions is None:
+        return
+    if answer.flags.get("injection_suspected") and answer.flags.get("refused"):
+        return
+    turn = Turn(
+        question=body.question,
+        answer=answer.answer,
+        rewritten_question=answer.rewritten_question,
+        sources=list(dict.fromkeys(c.source for c in answer.citations)),
+    )
+    try:
+        await gateway.sessions.record(body.session_id, body.collection, rid, turn)
+    except Exception as exc:  # the answer is already on its way; memory is best effort
+        log.warning("could not record a turn of session %s: %s", body.session_id, exc)
+
+
+async def submit(gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] | None = None) -> Pending:
     """Publish the question to the first stage; the answer will come back on our own subject."""
+    if history is None:
+        history = await conversation(gateway, body)
     pending = gateway.hub.open(rid)
     message = QueryRequested(
         request_id=rid,
         gateway_id=gateway.settings.gateway_id,
         question=body.question,
         session_id=body.session_id,
+        history=history,
         collection=body.collection,
         filters=body.filters,
         selected_text=body.selected_text,
@@ -112,6 +153,7 @@ async def query(body: QueryIn, request: Request, gateway: GatewayDep) -> dict[st
             if isinstance(event, AnswerError):
                 raise_for(event)
             if isinstance(event, QueryAnswer):
+                await remember(gateway, body, rid, event)
                 return answer_body(event, started, gateway)
     finally:
         gateway.hub.close(rid)
@@ -142,6 +184,7 @@ async def query_stream(body: QueryIn, request: Request, gateway: GatewayDep) -> 
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
+                await remember(gateway, body, rid, event)
                 yield ServerSentEvent(event="done", data=answer_body(event, started, gateway))
                 return
     finally:

@@ -87,6 +87,10 @@ class Embedder:
         sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
         return dense, sparse
 
+    def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
+        """Dense vectors only (sentence scoring, calibration probes); unit length."""
+        return [v.tolist() for v in self.dense.embed(list(texts), batch_size=32)] if texts else []
+
     def embed_query(self, text: str) -> tuple[list[float], SparseVector]:
         dense = next(iter(self.dense.query_embed(text))).tolist()
         s = next(iter(self.sparse.query_embed(text)))

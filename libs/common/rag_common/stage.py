@@ -151,3 +151,12 @@ async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[A
         subjects.DOC_STATUS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=5
     )
     return objects, status
+
+
+async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *, ttl_s: float) -> Any:
+    """The conversation-memory bucket; its TTL forgets idle conversations (declared if missing)."""
+    from nats.js.api import StorageType
+
+    return await broker.key_value(
+        subjects.SESSIONS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1, ttl=ttl_s
+    )

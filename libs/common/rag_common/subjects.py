@@ -66,4 +66,4 @@ SERVICES = ("ingest", "router", "retriever", "generator", "evaluator")
 # --- Buckets -------------------------------------------------------------------------------------
 DOCUMENTS_BUCKET = "rag-documents"  # object store: uploaded bytes
 DOC_STATUS_BUCKET = "rag-doc-status"  # key-value: document status
-SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns (TTL)
+SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns per session id (TTL)

@@ -177,6 +177,19 @@ class VectorStore:
             hits.append(Hit(score=float(point.score), similarity=float(similarity), payload=dict(point.payload or {})))
         return hits
 
+    def count(self, collection: str) -> int:
+        with self._guard():
+            return self.client.count(qdrant_collection(collection), exact=True).count
+
+    def best_similarities(self, collection: str, vectors: Sequence[list[float]]) -> list[float]:
+        """The best dense cosine each vector reaches in a collection (0.0 when it is empty)."""
+        best: list[float] = []
+        with self._guard():
+            for vector in vectors:
+                result = self.client.query_points(qdrant_collection(collection), query=vector, using=DENSE, limit=1)
+                best.append(float(result.points[0].score) if result.points else 0.0)
+        return best
+
     def close(self) -> None:
         self.client.close()
 

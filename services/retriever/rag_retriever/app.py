@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from typing import Any
 
 from faststream import FastStream
@@ -15,8 +17,12 @@ from rag_common.messages import QueryRetrieved, QueryRouted, advance
 from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.vectors import VectorStore, open_store, valid_collection
-from rag_retriever.selection import diversify, escalate, select
+from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
+from rag_retriever.rewriting import rewrite
+from rag_retriever.selection import Selection, diversify, escalate, to_passages
 from rag_retriever.settings import RetrieverSettings
+
+log = logging.getLogger("rag.retriever")
 
 
 class Retriever:
@@ -26,11 +32,37 @@ class Retriever:
         self.settings = settings
         self.embedder = embedder
         self.store = store
+        self._probes: list[list[float]] | None = None
+        self._calibrations: dict[str, tuple[int, Calibration]] = {}
+        self._lock = threading.Lock()
 
-    def retrieve(self, query: QueryRouted) -> QueryRetrieved:
+    def calibration(self, collection: str) -> Calibration:
+        """The collection's threshold, measured again when its size changed by a tenth or more."""
+        floor = self.settings.min_similarity
+        if not self.settings.calibrate:
+            return Calibration(threshold=floor, noise_p90=0.0, noise_max=0.0, probes=0)
+        size = self.store.count(collection)
+        with self._lock:
+            cached = self._calibrations.get(collection)
+            if cached and abs(size - cached[0]) * 10 < max(cached[0], 1):
+                return cached[1]
+            if self._probes is None:
+                self._probes = self.embedder.embed_dense(OFF_TOPIC_PROBES)
+            probes = self._probes
+        scores = self.store.best_similarities(collection, probes)
+        measured = calibrate(
+            scores, floor=floor, margin=self.settings.calibration_margin, ceiling=self.settings.max_threshold
+        )
+        log.info("calibrated %s: %s", collection, measured)
+        with self._lock:
+            self._calibrations[collection] = (size, measured)
+        return measured
+
+    def retrieve(self, query: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
         if not valid_collection(query.collection) or not self.store.collection_exists(query.collection):
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
-        text = query.question if not query.selected_text else f"{query.question}\n{query.selected_text}"
+        question = rewritten or query.question
+        text = question if not query.selected_text else f"{question}\n{query.selected_text}"
         dense, sparse = self.embedder.embed_query(text)
         hits = self.store.hybrid_search(
             query.collection,
@@ -42,8 +74,26 @@ class Retriever:
             filters=query.filters,
         )
         hits = diversify(hits, self.settings.top_k) if self.settings.diversify_sections else hits[: self.settings.top_k]
-        selection = select(hits, self.settings.min_similarity)
+        passages = to_passages(hits)
+        threshold = self.calibration(query.collection).threshold
+        best = max((p.similarity for p in passages), default=0.0)
+        top = [f"{p.source} {p.section} {p.text}" for p in passages[:3]]
+        verdict = judge(
+            question if not query.selected_text else f"{question} {query.selected_text}",
+            best,
+            top,
+            threshold,
+            lexical_margin=self.settings.lexical_margin,
+            min_coverage=self.settings.min_coverage,
+            confident_margin=self.settings.confident_margin,
+        )
+        selection = Selection(passages=passages, refused=verdict.refused or not passages, reason=verdict.reason)
+        if not passages and selection.reason is None:
+            selection = Selection(passages=passages, refused=True, reason="the collection has no passages")
         route = escalate(query.route, selection, self.settings.escalate_sources, self.settings.escalate_margin)
+        low = None
+        if verdict.low_confidence and not selection.refused:
+            low = f"best similarity {best:.2f} is close to this collection's threshold {threshold:.2f}"
         return advance(
             QueryRetrieved,
             query,
@@ -51,6 +101,9 @@ class Retriever:
             passages=selection.passages,
             refused=selection.refused,
             refusal_reason=selection.reason,
+            rewritten_question=rewritten,
+            threshold=threshold,
+            low_confidence=low,
         )
 
 
@@ -58,8 +111,12 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
     broker = make_broker(settings, telemetry)
 
     async def on_routed(query: QueryRouted) -> None:
-        with telemetry.stage("retriever") as timer, telemetry.tracer.start_as_current_span("hybrid_search"):
-            retrieved = await asyncio.to_thread(state["retriever"].retrieve, query)
+        with telemetry.stage("retriever") as timer:
+            rewritten = await rewrite(query.question, query.history or [], settings)
+            with telemetry.tracer.start_as_current_span("hybrid_search"):
+                retrieved = await asyncio.to_thread(
+                    state["retriever"].retrieve, query, rewritten.question if rewritten else None
+                )
         retrieved.timings_ms["retriever"] = timer.ms
         await publish_stage(broker, retrieved, subjects.QUERY_RETRIEVED)
 

@@ -49,6 +49,7 @@ def to_passages(hits: Sequence[Hit]) -> list[Passage]:
             text=str(h.payload.get("text", "")),
             document_id=str(h.payload.get("document_id", "")),
             kind=str(h.payload.get("kind", "text")),
+            injection_spans=[(int(a), int(b)) for a, b in h.payload.get("injection_spans") or []],
         )
         for i, h in enumerate(hits, start=1)
     ]

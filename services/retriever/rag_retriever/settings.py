@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import StoreSettings
@@ -25,4 +25,22 @@ class RetrieverSettings(StoreSettings):
     escalate_margin: float = Field(
         0.05, ge=0, le=1, description="passages count towards escalation when this close to the best similarity"
     )
+    calibrate: bool = Field(True, description="derive each collection's threshold from off-topic probe questions")
+    calibration_margin: float = Field(
+        0.03, ge=0, le=1, description="threshold = 90th percentile of off-topic scores in the collection + this"
+    )
+    max_threshold: float = Field(0.55, ge=0, le=1, description="a calibrated threshold never exceeds this")
+    lexical_margin: float = Field(
+        0.12, ge=0, le=1, description="just above the threshold, passages must mention the question's salient words"
+    )
+    min_coverage: float = Field(0.34, ge=0, le=1, description="share of salient words the passages must mention")
+    confident_margin: float = Field(
+        0.06, ge=0, le=1, description="answers closer than this to the threshold are low_confidence"
+    )
+    rewrite_model: str | None = Field(
+        None, description="LiteLLM model string that rewrites follow-ups; unset = rules (no model call)"
+    )
+    rewrite_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model")
+    rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
+    rewrite_timeout_s: float = Field(10.0, gt=0)
     metrics_port: int = 9103

@@ -30,6 +30,8 @@ class Passage(BaseModel):
     document_id: str = ""
     similarity: float = 0.0  # dense cosine similarity to the question, used for the refusal threshold
     kind: str = "text"
+    # Character ranges of instruction-like text planted in the chunk (marked at ingest): never quoted.
+    injection_spans: list[tuple[int, int]] = Field(default_factory=list)
 
 
 class Route(BaseModel):
@@ -77,11 +79,16 @@ class QueryRouted(QueryRequested):
     type: str = "rag.query.routed.v1"
     route: Route
     canned_answer: str | None = None  # set for greetings: no retrieval, no LLM
+    # Why this exchange looks like prompt injection ("question: override", "output: secret"); stages
+    # append, the evaluator raises ``injection_suspected`` from it.
+    suspicions: list[str] = Field(default_factory=list)
 
 
 class QueryRetrieved(QueryRouted):
     type: str = "rag.query.retrieved.v1"
     rewritten_question: str | None = None  # the follow-up made standalone; None when it was one
+    threshold: float = 0.0  # the collection's calibrated relevance threshold the passages were held to
+    low_confidence: str | None = None  # why the passages only just passed, when they did
     passages: list[Passage] = Field(default_factory=list)
     refused: bool = False
     refusal_reason: str | None = None

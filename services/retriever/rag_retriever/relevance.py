@@ -1,0 +1,154 @@
+"""When to refuse: a relevance threshold calibrated per collection, and a lexical check (pure).
+
+A fixed cosine threshold cannot serve every corpus: on a technical corpus full of install
+commands and API terms, an unrelated question ("What is Apple's stock price?") still lands at a
+cosine that would pass on a small product FAQ. So each collection's threshold is measured on the
+collection itself: a fixed set of questions no team document answers (weather, recipes, sports,
+share prices...) is searched against it, and the threshold sits just above what those unrelated
+questions score there. A question whose salient words appear in none of the best passages must
+clear a higher bar still.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Questions no team's documents answer; their best scores in a collection are its noise floor.
+OFF_TOPIC_PROBES = (
+    "What is the capital of Australia?",
+    "Can you give me a recipe for banana bread?",
+    "Who won the football World Cup in 2018?",
+    "How do I change the oil in my car?",
+    "What will the weather be like in Paris tomorrow?",
+    "What is Apple's stock price today?",
+    "Should I buy Tesla shares?",
+    "Who wrote Pride and Prejudice?",
+    "How tall is Mount Everest?",
+    "What is the best way to lose weight quickly?",
+    "Recommend a good movie to watch tonight.",
+    "How many calories are in an avocado?",
+    "What time does the supermarket close on Sunday?",
+    "Translate 'good morning' into Japanese.",
+    "Who is the president of France?",
+    "How do I train my puppy to sit?",
+    "What are the symptoms of the flu?",
+    "When did World War II end?",
+    "What is the square root of 144?",
+    "Which team won the NBA finals last year?",
+    "How do I grow tomatoes on a balcony?",
+    "What's a good name for a cat?",
+    "How far is the Moon from the Earth?",
+    "Tell me a joke about penguins.",
+    "What is the exchange rate from euros to yen?",
+    "How do I fix a leaking kitchen tap?",
+    "What should I pack for a beach holiday?",
+    "Who painted the Mona Lisa?",
+    "What is the plot of Hamlet?",
+    "How long should I boil an egg?",
+)
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'+-]*")
+# Words that say what kind of question it is, not what it is about.
+_GENERIC = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her here
+    hers him his how i if in into is it its itself just me more most my no nor not now of off on once only or other
+    our out over own same she should so some such than that the their them then there these they this those
+    through to too under until up very was we were what when where which while who whom why will with would you
+    your yours get got give tell show explain describe know want need please much many way ways thing things
+    use using used make made work works happen happens mean means best good new today tomorrow yesterday
+    cost costs price prices time times question answer help also really""".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """A collection's threshold and the off-topic scores it was derived from."""
+
+    threshold: float
+    noise_p90: float
+    noise_max: float
+    probes: int
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = (len(ordered) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def calibrate(off_topic_best: Sequence[float], *, floor: float, margin: float, ceiling: float) -> Calibration:
+    """Threshold just above the collection's noise: the 90th percentile of off-topic scores plus a margin.
+
+    ``floor`` keeps a tiny or empty collection from accepting everything; ``ceiling`` keeps a
+    collection whose every passage resembles everything from refusing everything.
+    """
+    if not off_topic_best:
+        return Calibration(threshold=floor, noise_p90=0.0, noise_max=0.0, probes=0)
+    p90 = quantile(off_topic_best, 0.9)
+    threshold = min(max(floor, p90 + margin), ceiling)
+    return Calibration(round(threshold, 4), round(p90, 4), round(max(off_topic_best), 4), len(off_topic_best))
+
+
+def salient_terms(question: str) -> list[str]:
+    """Words of the question that name what it is about (stop and question words out)."""
+    words = _WORD.findall(question.lower())
+    return list(dict.fromkeys(w.strip("'") for w in words if w not in _GENERIC and len(w) > 2))
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word
+
+
+def lexical_coverage(question: str, texts: Sequence[str]) -> tuple[float, list[str]]:
+    """Share of the question's salient terms found in ``texts`` (stem match), and the missing ones."""
+    terms = salient_terms(question)
+    if not terms:
+        return 1.0, []
+    found = {_stem(w) for text in texts for w in _WORD.findall(text.lower())}
+    missing = [t for t in terms if _stem(t) not in found]
+    return 1 - len(missing) / len(terms), missing
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    refused: bool
+    reason: str | None
+    low_confidence: bool
+
+
+def judge(
+    question: str,
+    best_similarity: float,
+    texts: Sequence[str],
+    threshold: float,
+    *,
+    lexical_margin: float,
+    min_coverage: float,
+    confident_margin: float,
+) -> Verdict:
+    """Refuse below the threshold; in the band just above it, refuse when the passages share too few of
+    the question's salient words. ``low_confidence`` marks answers that passed by a small margin."""
+    if best_similarity < threshold:
+        return Verdict(
+            True,
+            f"no passage is similar enough to the question (best {best_similarity:.2f} < "
+            f"{threshold:.2f}, this collection's threshold)",
+            False,
+        )
+    coverage, missing = lexical_coverage(question, texts)
+    if best_similarity < threshold + lexical_margin and coverage < min_coverage:
+        return Verdict(
+            True,
+            f"the passages do not mention {', '.join(repr(m) for m in missing[:5])} "
+            f"(best similarity {best_similarity:.2f})",
+            False,
+        )
+    low = best_similarity < threshold + confident_margin or coverage < min_coverage
+    return Verdict(False, None, low)
