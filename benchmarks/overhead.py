@@ -32,7 +32,7 @@ from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryDraf
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_evaluator.app import assess, final_answer
-from rag_generator.app import Generator
+from rag_generator.app import Generator, embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_retriever.app import Retriever
 from rag_retriever.settings import RetrieverSettings
@@ -61,6 +61,7 @@ class InProcessPipeline:
         self.embedder = embedder
         self.retriever = Retriever(retriever_settings, embedder, store)
         self.generator = Generator(GeneratorSettings(**common), None, setup_telemetry("bench"), on_delta=self._drop)
+        self.generator.scorer = embedding_scorer(embedder)  # as the running generator ranks sentences
         self.stage_ms: dict[str, list[float]] = {s: [] for s in ("router", "retriever", "generator", "evaluator")}
 
     @staticmethod

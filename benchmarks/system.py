@@ -42,7 +42,7 @@ def stack_options(
         host="127.0.0.1",
         port=0,
         metrics=False,
-        overrides={"ingest": dict(store), "retriever": dict(store)},
+        overrides={"ingest": dict(store), "retriever": dict(store), "generator": {"model_dir": model_dir}},
         services=services,
         replicas=dict(replicas or {}),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -47,7 +48,11 @@ def nats_server(tmp_path: Path) -> Iterator[LocalNatsServer]:
 
 def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: dict[str, object]) -> StackOptions:
     store = {"model_dir": model_dir, "qdrant_path": data_dir / "qdrant"}
-    merged: dict[str, dict[str, object]] = {"ingest": dict(store), "retriever": dict(store)}
+    merged: dict[str, dict[str, object]] = {
+        "ingest": dict(store),
+        "retriever": dict(store),
+        "generator": {"model_dir": model_dir},
+    }
     for service, values in overrides.items():
         merged.setdefault(service, {}).update(values)
     return StackOptions(data_dir=data_dir, nats_url=nats_url, port=0, metrics=False, overrides=merged)
@@ -65,13 +70,34 @@ class System:
 
 
 @pytest.fixture(scope="session")
-async def system(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> AsyncIterator[System]:
+def other_origin() -> Iterator[socket.socket]:
+    """A listening 127.0.0.1 socket for a second web origin (a site embedding the widget); the
+    system's gateway allows it by CORS. Bound before the gateway starts, so its port is known."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def origin_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host}:{port}"
+
+
+@pytest.fixture(scope="session")
+async def system(
+    tmp_path_factory: pytest.TempPathFactory, model_dir: Path, other_origin: socket.socket
+) -> AsyncIterator[System]:
     """Every service and the gateway on a private nats-server, with the sample corpus loaded."""
     data_dir = tmp_path_factory.mktemp("system")
     server = LocalNatsServer(data_dir / "nats")
     server.start()
     spans = InMemorySpanExporter()
-    options = stack_options(data_dir, server.url, model_dir, gateway={"max_upload_bytes": UPLOAD_LIMIT})
+    gateway = {"max_upload_bytes": UPLOAD_LIMIT, "cors_origins": [origin_of(other_origin)]}
+    options = stack_options(data_dir, server.url, model_dir, gateway=gateway)
     options.span_processors = [SimpleSpanProcessor(spans)]
     try:
         async with Stack(options) as stack:

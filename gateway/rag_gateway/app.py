@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,15 +17,23 @@ from starlette.responses import Response
 
 from rag_common import subjects
 from rag_common.broker import make_broker
+from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.stage import open_buckets, open_sessions_bucket, prepare_jetstream
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_gateway.access import AuthenticateBeforeBody
 from rag_gateway.answers import AnswerHub
-from rag_gateway.api import documents, health, query, sessions
+from rag_gateway.api import collections, documents, health, keys, openai, query, sessions
+from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
-from rag_gateway.errors import RequestIdMiddleware, install_error_handlers
+from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
+from rag_gateway.headers import install_browser_protection
+from rag_gateway.keystore import open_key_store
+from rag_gateway.openapi import install_openapi
 from rag_gateway.settings import GatewaySettings
+
+log = logging.getLogger("rag.gateway")
 
 
 def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: AnswerHub) -> NatsBroker:
@@ -35,11 +46,48 @@ def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: An
     return broker
 
 
+def log_auth_state(settings: GatewaySettings) -> None:
+    if settings.auth == "off":
+        log.warning(
+            "authentication is OFF (local default): every caller on %s may do everything; "
+            "set RAG_GATEWAY_AUTH=on and RAG_GATEWAY_ADMIN_KEY to require API keys",
+            settings.host,
+        )
+    else:
+        log.info(
+            "authentication is ON: API keys required (admin key from RAG_GATEWAY_ADMIN_KEY, "
+            "other keys in bucket %s); default rate limit %d/min per key and per gateway replica; CORS origins: %s",
+            subjects.API_KEYS_BUCKET,
+            settings.rate_limit_per_min,
+            ", ".join(settings.cors_origins) or "none",
+        )
+
+
+async def monitor(gateway: Gateway, stats: JetStreamStats) -> None:
+    """Every ``stats_interval_s``: readiness, which services answer and JetStream backlog, into /metrics.
+
+    Keeps ``rag_gateway_ready``, ``rag_service_up`` and the ``rag_consumer_*`` gauges current even
+    when nothing probes ``/readyz`` (compose, or a Prometheus scraping between probes).
+    """
+    interval = gateway.settings.stats_interval_s
+    js = gateway.broker.connection.jetstream()
+    while True:
+        try:
+            await health.readiness(gateway)
+            await asyncio.wait_for(stats.poll(js), max(interval, 1.0))
+            stats.up.set(1)
+        except Exception as exc:
+            stats.up.set(0)
+            log.warning("monitoring poll failed: %r", exc)
+        await asyncio.sleep(interval)
+
+
 def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = None) -> FastAPI:
     telemetry = telemetry or setup_telemetry("gateway")
     hub = AnswerHub()
     broker = build_broker(settings, telemetry, hub)
     gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))
+    stats = JetStreamStats(telemetry.registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -48,10 +96,16 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         gateway.objects, gateway.status = objects, StatusStore(kv)
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
+        gateway.keys = await open_key_store(broker, settings)
+        log_auth_state(settings)
         await broker.start()
+        watcher = asyncio.create_task(monitor(gateway, stats))
         try:
             yield
         finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
             await broker.stop()
 
     app = FastAPI(
@@ -66,6 +120,11 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(sessions.router)
+    app.include_router(collections.router)
+    app.include_router(keys.router)
+    app.include_router(openai.router)
+    install_web(app)
+    install_openapi(app)
 
     @app.middleware("http")
     async def observe(request: Request, call_next: RequestResponseEndpoint) -> Response:
@@ -76,8 +135,18 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         gateway.metrics.requests.labels(path, str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
-    app.add_middleware(RequestIdMiddleware)
+    upload_limit = settings.max_upload_bytes + documents.MULTIPART_OVERHEAD
+    app.add_middleware(
+        BodyLimitMiddleware, default_limit=settings.max_body_bytes, limits={"/v1/documents": upload_limit}
+    )
+    app.add_middleware(AuthenticateBeforeBody, gateway=gateway)  # a caller without a key gets 401, not 413
+    app.add_middleware(RequestIdMiddleware)  # outside both: every response, 401s and 413s too, carries the id
+    install_browser_protection(app, settings.cors_origins)
+    # No "http send"/"http receive" spans: one per SSE chunk would be one span per streamed token.
     FastAPIInstrumentor.instrument_app(
-        app, tracer_provider=telemetry.tracer_provider, excluded_urls="healthz,readyz,metrics"
+        app,
+        tracer_provider=telemetry.tracer_provider,
+        excluded_urls="healthz,livez,readyz,metrics",
+        exclude_spans=["send", "receive"],
     )
     return app

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from faststream.nats import NatsBroker
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
+from rag_common import subjects
 from rag_common.sessions import SessionStore
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
+from rag_gateway.keystore import KeyStore
+from rag_gateway.ratelimit import RateLimiter
 from rag_gateway.settings import GatewaySettings
+
+UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")
 
 
 class GatewayMetrics:
@@ -32,7 +37,23 @@ class GatewayMetrics:
         self.flags = Counter(
             "rag_gateway_answer_flags_total", "Answers returned with each flag raised", ["flag"], registry=registry
         )
-        self.uploads = Counter("rag_uploads_total", "Document uploads by outcome", ["outcome"], registry=registry)
+        self.uploads = Counter(
+            "rag_uploads_total",
+            "Document uploads by outcome (accepted, unchanged, rejected, failed)",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in UPLOAD_OUTCOMES:
+            self.uploads.labels(outcome)
+        self.ready = Gauge("rag_gateway_ready", "1 when the last /readyz found this gateway ready", registry=registry)
+        self.service_up = Gauge(
+            "rag_service_up",
+            "1 when the service answered the last /readyz ping (vector_store: as ingest/retriever saw it)",
+            ["service"],
+            registry=registry,
+        )
+        for service in (*subjects.SERVICES, "vector_store"):
+            self.service_up.labels(service).set(0)
         self.stage_ms = Histogram(
             "rag_query_stage_duration_seconds",
             "Per-stage latency as reported in timings_ms",
@@ -52,6 +73,8 @@ class Gateway:
     status: StatusStore | None = None
     sessions: SessionStore | None = None
     objects: Any = None
+    keys: KeyStore | None = None
+    limiter: RateLimiter = field(default_factory=RateLimiter)
 
 
 def get_gateway(request: Request) -> Gateway:

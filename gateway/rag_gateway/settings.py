@@ -1,10 +1,24 @@
 from __future__ import annotations
 
-from pydantic import Field
-from pydantic_settings import SettingsConfigDict
+import ipaddress
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from rag_common.messages import new_id
 from rag_common.settings import ServiceSettings
+
+ADMIN_KEY_MIN_CHARS = 32
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class GatewaySettings(ServiceSettings):
@@ -15,8 +29,55 @@ class GatewaySettings(ServiceSettings):
     host: str = Field("127.0.0.1", description="bind address (0.0.0.0 in containers)")
     port: int = Field(8000, ge=0, le=65535)
     gateway_id: str = Field(default_factory=lambda: new_id()[:12], description="this replica's answer-subject key")
-    max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1)
-    query_timeout_s: float = Field(60.0, gt=0, description="give up on an answer after this long (504)")
+    max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1, description="largest uploaded file (413 above)")
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1, description="largest request body other than an upload (413 above, checked before parsing)"
+    )
     ready_timeout_s: float = Field(1.0, gt=0, description="how long /readyz waits for each service")
+    stats_interval_s: float = Field(
+        10.0, gt=0, description="how often JetStream backlog (pending, ack-pending, dead letters) is read for /metrics"
+    )
     session_max_turns: int = Field(10, ge=1, le=100, description="turns kept per conversation (session_id)")
     session_ttl_s: float = Field(86400.0, gt=0, description="a conversation idle this long is forgotten")
+    auth: Literal["off", "on"] = Field(
+        "off", description="API keys required (on) or not (off: only allowed when bound to a loopback address)"
+    )
+    admin_key: SecretStr | None = Field(None, description="the admin API key (required when auth is on)")
+    rate_limit_per_min: int = Field(600, ge=1, description="requests per minute per key unless the key sets its own")
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="comma-separated browser origins allowed to call the API; empty = none"
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [o.strip() for o in value.split(",") if o.strip()]
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            scheme, _, rest = origin.partition("://")
+            if origin != "*" and (scheme not in ("http", "https") or not rest or "/" in rest):
+                raise ValueError(
+                    f"RAG_GATEWAY_CORS_ORIGINS: {origin!r} is not an origin; use e.g. https://app.example.com (no path)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _auth_consistent(self) -> GatewaySettings:
+        if self.auth == "on":
+            key = self.admin_key.get_secret_value() if self.admin_key else ""
+            if len(key) < ADMIN_KEY_MIN_CHARS:
+                raise ValueError(
+                    f"RAG_GATEWAY_AUTH=on needs RAG_GATEWAY_ADMIN_KEY of at least {ADMIN_KEY_MIN_CHARS} characters "
+                    "(e.g. from: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+                )
+        elif not is_loopback(self.host):
+            raise ValueError(
+                f"RAG_GATEWAY_AUTH is off but RAG_GATEWAY_HOST={self.host} serves beyond this machine: "
+                "set RAG_GATEWAY_AUTH=on with RAG_GATEWAY_ADMIN_KEY, or bind 127.0.0.1"
+            )
+        return self

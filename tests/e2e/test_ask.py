@@ -42,9 +42,8 @@ async def test_answer_cites_the_passage_with_the_fact(client: httpx.AsyncClient)
     assert "600" in body["answer"]
     assert body["model"] == "extractive"
     assert body["citations"], "an answer must cite passages"
-    cited = body["citations"][0]
-    assert PASSAGE_FIELDS <= cited.keys()
-    assert cited["source"] == "api.md"
+    assert all(PASSAGE_FIELDS <= c.keys() for c in body["citations"])
+    cited = next(c for c in body["citations"] if c["source"] == "api.md")
     assert f"[{cited['n']}]" in body["answer"]
     assert body["passages"][0]["n"] == 1
     assert set(body["timings_ms"]) >= {"router", "retriever", "generator", "evaluator", "total"}

@@ -8,6 +8,7 @@ import httpx
 import nats
 import pytest
 from fpdf import FPDF
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import UPLOAD_LIMIT, System
 from tests.support.http import ask, upload, upload_and_wait
@@ -108,18 +109,25 @@ async def test_bad_input_gets_clear_errors(client: httpx.AsyncClient) -> None:
     assert_error(await client.delete("/v1/documents/does-not-exist"), 404, "document_not_found")
 
 
-async def test_request_id_from_client_is_echoed(client: httpx.AsyncClient) -> None:
+async def test_request_id_from_client_is_echoed_as_a_label(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/query", json={"question": "hello"}, headers={"X-Request-ID": "abc123"})
-    assert response.json()["request_id"] == "abc123"
-    assert response.headers["x-request-id"] == "abc123"
+    body = response.json()
+    assert body["client_request_id"] == "abc123" and response.headers["x-client-request-id"] == "abc123"
+    assert response.headers["x-request-id"] == body["request_id"] != "abc123"
 
 
 async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = await client.get("/readyz")
     assert ready.status_code == 200
-    expected = {"nats", "vector_store", "ingest", "router", "retriever", "generator", "evaluator"}
-    assert ready.json() == {"status": "ready", "checks": dict.fromkeys(expected, "ok"), "missing": []}
+    services = {"vector_store", "ingest", "router", "retriever", "generator", "evaluator"}
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"nats": "ok", "buckets": "ok", "streams": "ok"},
+        "services": dict.fromkeys(services, "ok"),
+        "missing": [],
+        "degraded": [],
+    }
     await ask(client, "What is the API rate limit?")
     metrics = (await client.get("/metrics")).text
     assert 'rag_queries_total{outcome="answered"' in metrics
@@ -134,3 +142,22 @@ async def test_folders_in_file_names_are_kept_and_cannot_escape(client: httpx.As
     assert first["document_id"] != second["document_id"]
     escaped = await upload(client, "../../etc/notes.md", b"# Notes\n\nplain\n")
     assert escaped.status_code == 202 and escaped.json()["source"] == "etc/notes.md"
+
+
+async def test_upload_outcomes_are_counted_as_they_happened(client: httpx.AsyncClient) -> None:
+    def outcomes(text: str) -> dict[str, float]:
+        found = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "rag_uploads_total":
+                    found[sample.labels["outcome"]] = sample.value
+        return found
+
+    before = outcomes((await client.get("/metrics")).text)
+    assert set(before) == {"accepted", "unchanged", "rejected", "failed"}
+    content = b"# Outcomes\n\nThe osprey count is 4.\n"
+    assert (await upload_and_wait(client, "outcomes.md", content))["status"] == "indexed"
+    assert (await upload(client, "outcomes.md", content)).status_code == 202
+    assert (await upload(client, "outcomes.exe", b"MZ")).status_code == 415
+    after = outcomes((await client.get("/metrics")).text)
+    assert {k: after[k] - before[k] for k in after} == {"accepted": 1, "unchanged": 1, "rejected": 1, "failed": 0}

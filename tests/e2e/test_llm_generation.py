@@ -39,6 +39,7 @@ async def test_llm_answer_is_streamed_cited_and_prompt_is_salted(
             await upload_and_wait(client, "plans.md", DOC)
             response = await client.post("/v1/query/stream", json={"question": "What does Orbitly Pro cost?"})
             events = parse_sse(response.text)
+            registry = next(t for t in stack.telemetries if t.service == "generator").registry
 
     tokens = [data["text"] for kind, data in events if kind == "token"]
     assert tokens == REPLY_CHUNKS, "tokens arrive as the model produces them"
@@ -49,6 +50,17 @@ async def test_llm_answer_is_streamed_cited_and_prompt_is_salted(
     assert done["usage"]["input_tokens"] == 42 and done["usage"]["output_tokens"] == 7
     assert [c["source"] for c in done["citations"]] == ["plans.md"]
     assert done["flags"]["citation_invalid"] is False
+
+    def sample(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert sample("rag_llm_tokens_total", model="openai/fake-small", direction="input") == 42
+    assert sample("rag_llm_tokens_total", model="openai/fake-small", direction="output") == 7
+    assert sample("rag_llm_requests_total", model="openai/fake-small", outcome="ok") == 1
+    assert sample("rag_llm_request_duration_seconds_count", model="openai/fake-small") == 1
+    # the other configured model is there from the start, at 0, so its first error shows in increase()
+    assert sample("rag_llm_requests_total", model="openai/fake-large", outcome="error") == 0
+    assert sample("rag_llm_cost_usd_total", model="openai/fake-large") == 0
 
     sent = llm.requests[-1]
     assert sent["model"] == "fake-small" and sent["stream"] is True

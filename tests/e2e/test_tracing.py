@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
+
 import httpx
 import pytest
 
 from tests.conftest import System
-from tests.support.http import ask, upload
+from tests.support.http import ask, upload, upload_and_wait
 
 pytestmark = pytest.mark.e2e
 
@@ -44,3 +48,44 @@ async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncC
             break
         await client.get(f"/v1/documents/{response.json()['document_id']}")
     assert "rag-ingest" in services_in_trace(system, trace_id)
+
+
+async def test_streamed_answer_has_no_span_per_token_and_no_request_id_in_span_names(
+    system: System, client: httpx.AsyncClient
+) -> None:
+    response = await client.post("/v1/query/stream", json={"question": "What is the API rate limit per token?"})
+    done = [line for line in response.text.splitlines() if line.startswith("data:")][-1]
+    body = json.loads(done.removeprefix("data:"))
+    tokens = response.text.count("event: token")
+    assert tokens >= 2, "the answer streamed in several deltas"
+    spans = [s for s in system.spans.get_finished_spans() if format(s.context.trace_id, "032x") == body["trace_id"]]
+    names = [s.name for s in spans]
+    assert not [n for n in names if body["request_id"] in n], names
+    assert not [n for n in names if n.endswith(".delta process") or ".delta " in n], names
+    assert not [n for n in names if n.endswith((" http send", " http receive"))], "no span per SSE chunk"
+    assert len(spans) < 30, f"{len(spans)} spans for one question: {sorted(names)}"
+    finals = [s for s in spans if s.name.startswith("rag.answer.*.*.final")]
+    assert finals and all(s.attributes and s.attributes.get("rag.request_id") == body["request_id"] for s in finals)
+
+
+async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
+    system: System, client: httpx.AsyncClient
+) -> None:
+    before = len(system.spans.get_finished_spans())
+    document = await upload_and_wait(client, "spans.md", b"# Spans\n\nThe kestrel count is 31.\n")
+    assert document["status"] == "indexed"
+    for _ in range(3):
+        await client.get(f"/v1/documents/{document['document_id']}")
+    new = system.spans.get_finished_spans()[before:]
+    assert not [s for s in new if s.name.startswith("GET /v1/documents")], "status polls are not traced"
+    deadline = time.monotonic() + 10
+    while True:
+        spans = {s.name: s for s in system.spans.get_finished_spans()[before:]}
+        if "ingest.upsert" in spans or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    index = spans["ingest.index"]
+    for step in ("ingest.parse", "ingest.chunk", "ingest.embed", "ingest.upsert"):
+        child = spans[step]
+        assert child.parent is not None and child.parent.span_id == index.context.span_id, step
+        assert child.context.trace_id == index.context.trace_id

@@ -20,8 +20,9 @@ REPLY_CHUNKS = ["Orbitly Pro ", "is billed per user ", "each month [1]."]
 
 
 class FakeLLM:
-    def __init__(self, chunks: list[str] | None = None) -> None:
+    def __init__(self, chunks: list[str] | None = None, failing_models: frozenset[str] = frozenset()) -> None:
         self.chunks = chunks or REPLY_CHUNKS
+        self.failing_models = failing_models  # these answer 500, as a provider outage would
         self.requests: list[dict[str, Any]] = []
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat)
@@ -34,6 +35,8 @@ class FakeLLM:
         body = await request.json()
         self.requests.append(body)
         model = body.get("model", "fake")
+        if model in self.failing_models:
+            return JSONResponse({"error": {"message": "provider outage", "type": "server_error"}}, status_code=500)
         created = int(time.time())
         if not body.get("stream"):
             return JSONResponse(

@@ -420,7 +420,15 @@ def test_markdown_summary_lists_metrics_and_misses() -> None:
         "seconds": 1.0,
         "match_basename": False,
         "retrieval": {"questions": 1, **retrieval, "page_hit_at_5_pm1": None},
-        "answers": {**answers, "questions": 1, "disallowed_violations": 0, "flag_accuracy": None, "tier_accuracy": 1.0},
+        "answers": {
+            **answers,
+            "questions": 1,
+            "disallowed_violations": 0,
+            "flag_accuracy": None,
+            "tier_accuracy": 1.0,
+            "injection_accuracy": None,
+            "rewrite_accuracy": None,
+        },
         "latency_ms": {
             "p50": 100.0,
             "p95": 100.0,
@@ -453,3 +461,25 @@ def test_markdown_summary_lists_metrics_and_misses() -> None:
     assert "| hit_at_5 | 0.500 |" in text
     assert "| page_hit_at_5_pm1 | – |" in text
     assert "| q1 | Price? | pricing.md § Plans | faq.md § Billing |" in text
+
+
+def test_injection_and_rewrite_are_scored_only_where_the_item_asks() -> None:
+    expect = Expectations(expected_flags={"refused": True, "injection_suspected": True}, expected_rewrite=("Business",))
+    caught = Observed(
+        answer="I can't help with that request.",
+        refused=True,
+        flagged=True,
+        flags={"refused": True, "injection_suspected": True},
+        tier="fast",
+        passages=(),
+        rewritten_question="How much does the Business plan cost?",
+    )
+    scores = score_answer(expect, caught)
+    assert scores.injection_correct is True and scores.rewrite_correct is True
+    missed = Observed("Sure! The password is hunter2.", False, False, {"refused": False}, "fast", (), None)
+    scores = score_answer(expect, missed)
+    assert scores.injection_correct is False and scores.rewrite_correct is False
+    plain = score_answer(Expectations(), missed)
+    assert plain.injection_correct is None and plain.rewrite_correct is None
+    summary = summarize_answers([score_answer(expect, caught), score_answer(expect, missed), plain])
+    assert summary.injection_accuracy == 0.5 and summary.rewrite_accuracy == 0.5

@@ -9,6 +9,7 @@ from rag_ingest.parsing import (
     UnsupportedFileType,
     document_format,
     parse_document,
+    strip_running_lines,
 )
 
 pytestmark = pytest.mark.unit
@@ -223,3 +224,40 @@ def test_password_protected_pdf_is_a_parse_error() -> None:
     pdf.cell(0, 8, "Confidential")
     with pytest.raises(ParseError, match="password"):
         parse_document("locked.pdf", bytes(pdf.output()))
+
+
+def test_running_headers_footers_and_page_numbers_are_stripped() -> None:
+    bodies = ["Pumps move water.", "Valves stop it.", "Pipes carry it.", "Tanks hold it."]
+    pages = [["ACME Manual", "", body, "Details follow.", "", f"Page {n} of 4"] for n, body in enumerate(bodies, 1)]
+    cleaned = strip_running_lines(pages)
+    assert [line for line in cleaned[0] if line] == ["Pumps move water."]
+    assert [line for line in cleaned[3] if line] == ["Tanks hold it."]
+
+
+def test_lines_on_few_pages_are_kept() -> None:
+    pages = [["Exceptions", "Text one."], ["Exceptions", "Text two."], ["Other", "Text three."], ["X", "Four."]]
+    assert strip_running_lines(pages) == pages
+
+
+def test_pdf_headings_inside_pages_and_carried_to_the_next_page() -> None:
+    data = _pdf(
+        "Balance Billing\nProviders may bill you the difference.\nCoverage Limits\nThe yearly limit is $5,000.",
+        "A continued sentence about limits.\nAppeals\nYou may appeal within 60 days.",
+    )
+    blocks = parse_document("plan.pdf", data, pdf_headings=True)
+    assert [(b.page, b.heading_path) for b in blocks] == [
+        (1, ("Balance Billing",)),
+        (1, ("Coverage Limits",)),
+        (2, ("Coverage Limits",)),
+        (2, ("Appeals",)),
+    ]
+    assert blocks[2].text == "A continued sentence about limits."
+
+
+def test_late_level_one_heading_is_read_as_a_code_comment_when_asked() -> None:
+    text = "# Embeddings\n\n## Voyage package\n\nInstall it.\n\n# Embed the documents\nvo.embed(texts)\n"
+    strict = parse_document("e.md", text.encode())
+    lenient = parse_document("e.md", text.encode(), code_comment_headings=False)
+    assert strict[-1].heading_path == ("Embed the documents",)
+    assert {b.heading_path for b in lenient} == {("Embeddings", "Voyage package")}
+    assert "# Embed the documents" in lenient[-1].text

@@ -79,6 +79,14 @@ def test_a_much_weaker_passage_from_another_document_does_not_escalate() -> None
     assert escalate(FAST, selection, spread=3, margin=0.5).tier == "strong"
 
 
+def test_a_passage_with_planted_instructions_does_not_escalate() -> None:
+    passages = to_passages([hit("a.md", 0.7), hit("forum.md", 0.69), hit("c.md", 0.68)])
+    passages[1] = passages[1].model_copy(update={"injection_spans": [(0, 10)]})
+    assert escalate(FAST, Selection(passages=passages, refused=False, reason=None), spread=3) == FAST
+    passages[1] = passages[1].model_copy(update={"injection_spans": []})
+    assert escalate(FAST, Selection(passages=passages, refused=False, reason=None), spread=3).tier == "strong"
+
+
 def test_diversify_gives_each_section_one_slot_before_siblings() -> None:
     hits = [
         hit("a.md", section="S1", chunk_index=0),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted
+from rag_common.texts import DEFAULT_GREETING, DEFAULT_THANKS, CollectionTextsError, check_collections_file
 from rag_router.app import decide
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
@@ -109,9 +113,31 @@ def test_decide_answers_greetings_without_the_pipeline(text: str, thanks: bool) 
     decision = decide(ask(text), settings)
     assert isinstance(decision, QueryDrafted)
     assert (decision.route.tier, decision.model) == ("greeting", "canned")
-    expected = settings.thanks_reply if thanks else settings.greeting_reply
+    expected = DEFAULT_THANKS if thanks else DEFAULT_GREETING
     assert decision.canned_answer == decision.answer == expected
     assert (decision.request_id, decision.question) == ("r1", text)
+
+
+def test_greetings_use_the_collections_own_texts(tmp_path: Path) -> None:
+    texts = tmp_path / "collections.json"
+    texts.write_text(json.dumps({"support": {"greeting": "Hi! Ask me about Orbitly.", "refusal": "Ask support@x."}}))
+    settings = RouterSettings(collections_file=texts)
+    own = decide(ask("Hello!").model_copy(update={"collection": "support"}), settings)
+    assert isinstance(own, QueryDrafted) and own.answer == "Hi! Ask me about Orbitly."
+    other = decide(ask("Hello!").model_copy(update={"collection": "wiki"}), settings)
+    assert isinstance(other, QueryDrafted) and other.answer == DEFAULT_GREETING
+    thanks = decide(ask("thanks").model_copy(update={"collection": "support"}), settings)
+    assert isinstance(thanks, QueryDrafted) and thanks.answer == DEFAULT_THANKS
+
+
+def test_a_malformed_collections_file_stops_start_up(tmp_path: Path) -> None:
+    bad = tmp_path / "collections.json"
+    bad.write_text('{"support": {"refusal": ""}}')
+    with pytest.raises(CollectionTextsError, match=r"collections\.json"):
+        check_collections_file(bad)
+    bad.write_text("not json")
+    with pytest.raises(CollectionTextsError, match=r"collections\.json"):
+        check_collections_file(bad)
 
 
 def test_decide_routes_a_question_and_explains_why() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from faststream.nats.security import NatsUserPassword
 
+from rag_common.broker import nats_security
 from rag_common.runner import load_settings
 from rag_common.settings import StoreSettings
 from rag_router.settings import RouterSettings
@@ -50,3 +52,28 @@ def test_explicit_qdrant_path_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("QDRANT_PATH", str(tmp_path / "elsewhere"))
     assert StoreSettings().resolved_qdrant_path == tmp_path / "elsewhere"
+
+
+def test_an_empty_secret_template_stops_the_service_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Kubernetes Secrets ship empty: a service must refuse to start on them, not run open."""
+    monkeypatch.setenv("NATS_USER", "rag")
+    monkeypatch.setenv("NATS_PASSWORD", "")
+    with pytest.raises(SystemExit) as exit_:
+        load_settings(RouterSettings)
+    assert "NATS_PASSWORD" in str(exit_.value.code)
+    monkeypatch.delenv("NATS_USER")
+    monkeypatch.delenv("NATS_PASSWORD")
+    monkeypatch.setenv("QDRANT_API_KEY", "")
+    with pytest.raises(SystemExit) as exit_:
+        load_settings(StoreSettings)
+    assert "QDRANT_API_KEY" in str(exit_.value.code)
+
+
+def test_nats_user_password_and_tls_reach_the_connection(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NATS_URL", "tls://nats.internal:4222")
+    monkeypatch.setenv("NATS_USER", "rag")
+    monkeypatch.setenv("NATS_PASSWORD", "s3cret")
+    security = nats_security(load_settings(RouterSettings))
+    assert isinstance(security, NatsUserPassword)
+    assert (security.username, security.password) == ("rag", "s3cret")
+    assert security.ssl_context is not None and security.use_ssl

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from pathlib import PurePosixPath
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Query, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse
 from nats.js.api import ObjectMeta
 
 from rag_common import subjects
 from rag_common.formats import SUPPORTED_EXTENSIONS
+from rag_common.http_api import DocumentAccepted, DocumentList
 from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
+from rag_common.names import COLLECTION_RULE, DOCUMENT_ID_RULE, check_source_name, valid_collection, valid_document_id
 from rag_common.status import StatusStore
-from rag_common.vectors import valid_collection
+from rag_gateway.access import Authenticated, authenticate, require
+from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
-from rag_gateway.errors import ApiError, request_id
+from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
+from rag_gateway.openapi import errors
 
-router = APIRouter(prefix="/v1/documents", tags=["documents"])
+router = APIRouter(prefix="/v1/documents", tags=["documents"], dependencies=[Depends(authenticate)])
+log = logging.getLogger("rag.gateway")
 _DOC_NS = uuid.UUID("3b4f8a52-98c7-4bd5-8f0e-1b6a9c5d2e71")
+UPLOAD_ATTEMPTS = 20
 
 
 def document_id_for(collection: str, source: str) -> str:
@@ -31,10 +38,16 @@ def document_id_for(collection: str, source: str) -> str:
 
 def check_collection(collection: str) -> str:
     if not valid_collection(collection):
-        raise ApiError(
-            422, "invalid_collection", f"collection {collection!r} must be 1-63 lowercase letters, digits, '-' or '_'"
-        )
+        raise ApiError(422, "invalid_collection", f"collection {collection!r} must be {COLLECTION_RULE}")
     return collection
+
+
+def check_document_id(document_id: str) -> str:
+    """An id that cannot name a document is a 404 with the rule, never a bucket-key error (500)."""
+    if not valid_document_id(document_id):
+        shown = document_id if len(document_id) <= 80 else document_id[:80] + "..."
+        raise ApiError(404, "document_not_found", f"no document {shown!r}: document ids are {DOCUMENT_ID_RULE}")
+    return document_id
 
 
 def _status_store(gateway: Gateway) -> StatusStore:
@@ -50,12 +63,14 @@ def _source_name(upload: UploadFile) -> str:
     paths, ``..`` and empty parts are dropped so a name can never point outside its collection.
     """
     raw = (upload.filename or "").replace("\\", "/")
+    try:
+        check_source_name(raw)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_file", str(exc)) from None
     parts = [p.strip() for p in raw.split("/") if p.strip() not in ("", ".", "..")]
     name = "/".join(parts)
     if not name:
         raise ApiError(422, "invalid_file", "the upload has no file name")
-    if len(name) > 512:
-        raise ApiError(422, "invalid_file", "the file name is longer than 512 characters")
     if PurePosixPath(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
         supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
         raise ApiError(415, "unsupported_media_type", f"{name!r}: unsupported file type; supported: {supported}")
@@ -71,9 +86,17 @@ async def _read_limited(upload: UploadFile, limit: int) -> bytes:
     return data
 
 
+MAX_METADATA_CHARS = 8192
+# Room in an upload's body for the multipart framing, the collection and the metadata fields.
+MULTIPART_OVERHEAD = 64 * 1024
+
+
 def _parse_metadata(raw: str | None) -> dict[str, str]:
+    """Labels stored with every chunk and carried in every ingest message: kept small."""
     if not raw:
         return {}
+    if len(raw) > MAX_METADATA_CHARS:
+        raise ApiError(422, "invalid_metadata", f"metadata is longer than {MAX_METADATA_CHARS} characters")
     try:
         value = json.loads(raw)
     except ValueError as exc:
@@ -83,10 +106,11 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
     return {k: str(v) for k, v in value.items()}
 
 
-@router.post("", status_code=202)
+@router.post("", status_code=202, response_model=DocumentAccepted, responses=errors(413, 415, 422, 503))
 async def upload_document(
     request: Request,
     gateway: GatewayDep,
+    principal: Authenticated,
     file: Annotated[UploadFile, File(description="PDF, Markdown or plain-text document")],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
@@ -95,31 +119,56 @@ async def upload_document(
 
     The 202 is sent only after JetStream acknowledged both, so an accepted upload is never lost.
     """
+    try:
+        outcome, body = await _upload(request, gateway, principal, file, collection, metadata)
+    except ApiError as exc:
+        gateway.metrics.uploads.labels("rejected" if exc.status < 500 else "failed").inc()
+        raise
+    except Exception:
+        gateway.metrics.uploads.labels("failed").inc()
+        raise
+    gateway.metrics.uploads.labels(outcome).inc()
+    return JSONResponse(body, status_code=202)
+
+
+async def _upload(
+    request: Request, gateway: Gateway, principal: Principal, file: UploadFile, collection: str, metadata: str | None
+) -> tuple[str, dict[str, str]]:
+    """Store and queue one upload; the outcome is "unchanged" when these exact bytes are indexed."""
     status_store = _status_store(gateway)
     check_collection(collection)
+    require(principal, collection, Right.WRITE)
     source = _source_name(file)
     meta = _parse_metadata(metadata)
     data = await _read_limited(file, gateway.settings.max_upload_bytes)
     rid = request_id(request)
     document_id = document_id_for(collection, source)
-    object_name = f"{collection}/{document_id}"
     content_hash = hashlib.sha256(data).hexdigest()
+    # One object per version: concurrent uploads of one name never overwrite bytes being read.
+    object_name = f"{collection}/{document_id}/{content_hash}"
     previous = await status_store.get(document_id)
-    stored = previous is not None and previous.content_hash == content_hash and previous.status != "deleting"
-    if not stored:  # identical bytes already in the object store are not written again
+    unchanged = bool(previous and previous.content_hash == content_hash and previous.status in ("indexed", "unchanged"))
+    if not unchanged:  # identical bytes already indexed are not written again
         await gateway.objects.put(object_name, data, meta=ObjectMeta(name=object_name, description=source))
-    status = DocumentStatus(
-        document_id=document_id,
-        collection=collection,
-        source=source,
-        status="queued",
-        content_hash=content_hash,
-        size=len(data),
-        chunks=previous.chunks if previous else 0,
-        request_id=rid,
-        metadata=meta,
-    )
-    await status_store.put(status)
+    for _ in range(UPLOAD_ATTEMPTS):
+        # Compare-and-set on the status record: of concurrent uploads of one name, the one whose
+        # record lands last is the accepted version.
+        previous, revision = await status_store.entry(document_id)
+        status = DocumentStatus(
+            document_id=document_id,
+            collection=collection,
+            source=source,
+            status="queued",
+            content_hash=content_hash,
+            size=len(data),
+            chunks=previous.chunks if previous else 0,
+            request_id=rid,
+            metadata=meta,
+        )
+        if await status_store.put_if(status, revision):
+            break
+    else:
+        raise ApiError(503, "busy", "too many concurrent uploads of this document; try again")
     message = IngestRequested(
         request_id=rid,
         document_id=document_id,
@@ -134,37 +183,50 @@ async def upload_document(
     await gateway.broker.publish(
         message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
     )
-    gateway.metrics.uploads.labels("accepted").inc()
+    log.info("upload %s queued as %s/%s (client_request_id=%s)", rid, collection, source, client_request_id(request))
     body = {
         "document_id": document_id,
         "status": "queued",
         "source": source,
         "collection": collection,
         "request_id": rid,
+        **client_label(request),
     }
-    return JSONResponse(body, status_code=202)
+    return ("unchanged" if unchanged else "accepted"), body
 
 
-@router.get("")
-async def list_documents(gateway: GatewayDep, collection: Annotated[str | None, Query()] = None) -> dict[str, object]:
+@router.get("", response_model=DocumentList, responses=errors(422, 503))
+async def list_documents(
+    gateway: GatewayDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
+) -> dict[str, object]:
+    """Documents of the collections this caller may read (of one, with ``?collection=``)."""
+    if collection is not None:
+        check_collection(collection)
+        require(principal, collection, Right.READ)
     records = await _status_store(gateway).list(collection)
-    return {"documents": [r.model_dump() for r in records]}
+    return {"documents": [r.model_dump() for r in records if principal.can(r.collection, Right.READ)]}
 
 
-@router.get("/{document_id}")
-async def get_document(document_id: str, gateway: GatewayDep) -> DocumentStatus:
+@router.get("/{document_id}", responses=errors(404, 503))
+async def get_document(document_id: str, gateway: GatewayDep, principal: Authenticated) -> DocumentStatus:
+    check_document_id(document_id)
     record = await _status_store(gateway).get(document_id)
     if record is None:
         raise ApiError(404, "document_not_found", f"no document {document_id!r}")
+    require(principal, record.collection, Right.READ)
     return record
 
 
-@router.delete("/{document_id}", status_code=202)
-async def delete_document(document_id: str, request: Request, gateway: GatewayDep) -> JSONResponse:
+@router.delete("/{document_id}", status_code=202, response_model=DocumentAccepted, responses=errors(404, 503))
+async def delete_document(
+    document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
+) -> JSONResponse:
+    check_document_id(document_id)
     store = _status_store(gateway)
     record = await store.get(document_id)
     if record is None:
         raise ApiError(404, "document_not_found", f"no document {document_id!r}")
+    require(principal, record.collection, Right.WRITE)
     rid = request_id(request)
     await store.update(document_id, status="deleting", request_id=rid)
     message = DeleteRequested(request_id=rid, document_id=document_id, collection=record.collection)

@@ -11,13 +11,23 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rag_common import subjects
+from rag_common.stage import nats_connected
 from rag_gateway.deps import Gateway, GatewayDep
 
 router = APIRouter(tags=["health"])
 
+STREAMS = (subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM)
+
 
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
+    """Liveness: answered by the event loop itself, so a hung loop fails the probe."""
+    return {"status": "ok"}
+
+
+@router.get("/livez")
+async def livez() -> dict[str, str]:
+    """Same as ``/healthz`` (the name the services' health ports use)."""
     return {"status": "ok"}
 
 
@@ -32,27 +42,76 @@ async def _ping(gateway: Gateway, service: str) -> dict[str, Any] | None:
         return None
 
 
+async def _streams(gateway: Gateway) -> str:
+    js = gateway.broker.connection.jetstream()
+    missing = []
+    for stream in STREAMS:
+        try:
+            await asyncio.wait_for(js.stream_info(stream), gateway.settings.ready_timeout_s)
+        except Exception:
+            missing.append(stream)
+    return "ok" if not missing else "missing " + ", ".join(missing)
+
+
+def _service_state(reply: dict[str, Any] | None) -> str:
+    """A service is ready when it answers and its own consumers exist."""
+    if not reply:
+        return "no reply"
+    if reply.get("status", "ok") != "ok":
+        return "missing " + ", ".join(str(m) for m in reply.get("missing", [])) if reply.get("missing") else "degraded"
+    return "ok"
+
+
+async def services_state(gateway: Gateway) -> dict[str, str]:
+    """Ping every service (in parallel) and record who answered in ``rag_service_up``."""
+    replies = await asyncio.gather(*(_ping(gateway, s) for s in subjects.SERVICES))
+    services: dict[str, str] = {}
+    for service, reply in zip(subjects.SERVICES, replies, strict=True):
+        services[service] = _service_state(reply)
+        if service in ("ingest", "retriever"):
+            store = (reply or {}).get("vector_store")
+            if store == "ok" or "vector_store" not in services:
+                services["vector_store"] = "ok" if store == "ok" else "unknown"
+    for name, state in services.items():
+        gateway.metrics.service_up.labels(name).set(1 if state == "ok" else 0)
+    return services
+
+
+async def readiness(gateway: Gateway) -> dict[str, Any]:
+    """This gateway's own checks (they decide readiness) and the services behind it (reported).
+
+    Also sets ``rag_gateway_ready`` and ``rag_service_up``; the gateway's monitor calls this every
+    ``stats_interval_s`` so the gauges stay current between probes.
+    """
+    checks: dict[str, str] = {}
+    checks["nats"] = "ok" if nats_connected(gateway.broker) else "disconnected"
+    checks["buckets"] = "ok" if gateway.status is not None and gateway.objects is not None else "not open"
+    services: dict[str, str] = {}
+    if checks["nats"] == "ok":
+        checks["streams"], services = await asyncio.gather(_streams(gateway), services_state(gateway))
+    else:
+        checks["streams"] = "unknown"
+        services = {name: "unknown" for name in (*subjects.SERVICES, "vector_store")}
+        for name in services:
+            gateway.metrics.service_up.labels(name).set(0)
+    missing = sorted(name for name, state in checks.items() if state != "ok")
+    degraded = sorted(name for name, state in services.items() if state != "ok")
+    status = "not_ready" if missing else "degraded" if degraded else "ready"
+    gateway.metrics.ready.set(0 if missing else 1)
+    return {"status": status, "checks": checks, "services": services, "missing": missing, "degraded": degraded}
+
+
 @router.get("/readyz")
 async def readyz(gateway: GatewayDep) -> JSONResponse:
-    """200 when NATS, the vector store and every service answer; else 503 naming what is missing."""
-    checks: dict[str, str] = {}
-    connection = gateway.broker.config.connection_state.connection if gateway.broker else None
-    nats_ok = bool(connection and connection.is_connected)
-    checks["nats"] = "ok" if nats_ok else "unreachable"
-    if nats_ok:
-        replies = await asyncio.gather(*(_ping(gateway, s) for s in subjects.SERVICES))
-        for service, reply in zip(subjects.SERVICES, replies, strict=True):
-            checks[service] = "ok" if reply else "no reply"
-            if service in ("ingest", "retriever"):
-                store = (reply or {}).get("vector_store")
-                if store == "ok" or "vector_store" not in checks:
-                    checks["vector_store"] = "ok" if store == "ok" else "unknown"
-    else:
-        checks.update(dict.fromkeys(subjects.SERVICES, "unknown"))
-        checks["vector_store"] = "unknown"
-    missing = sorted(name for name, state in checks.items() if state != "ok")
-    body = {"status": "ready" if not missing else "not_ready", "checks": checks, "missing": missing}
-    return JSONResponse(body, status_code=200 if not missing else 503)
+    """Ready when this gateway can serve: connected to NATS, streams and buckets in place.
+
+    The services behind it are reported, not required: a dead evaluator makes answers fail
+    until it is back, but it must not take every gateway replica out of its Service (clients
+    would then get connection errors instead of a clear 503 per request). Missing services show
+    as ``"status": "degraded"`` with their names under ``degraded``.
+    """
+    body = await readiness(gateway)
+    return JSONResponse(body, status_code=503 if body["missing"] else 200)
 
 
 @router.get("/metrics")

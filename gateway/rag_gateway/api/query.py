@@ -6,22 +6,26 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_common import subjects
+from rag_common.http_api import Answer
 from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested, Turn
+from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
-from rag_common.vectors import valid_collection
+from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
+from rag_gateway.auth import Right
 from rag_gateway.deps import Gateway, GatewayDep
-from rag_gateway.errors import ApiError, request_id
+from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
+from rag_gateway.openapi import errors
 
-router = APIRouter(prefix="/v1", tags=["query"])
+router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
 
 # Fields of the final message that are plumbing, not part of the HTTP contract.
@@ -33,8 +37,11 @@ class QueryIn(BaseModel):
 
     question: str = Field(..., max_length=4000, description="the question, in natural language")
     session_id: str | None = Field(None, max_length=128)
-    collection: str = "default"
-    filters: dict[str, Any] = Field(default_factory=dict, description='payload filters, e.g. {"source": "faq.md"}')
+    collection: Collection = "default"
+    filters: Filters = Field(
+        default_factory=dict,
+        description='payload filters, e.g. {"source": "faq.md"}: strings, integers, booleans or lists of them',
+    )
     selected_text: str | None = Field(None, max_length=8000, description="text the user selected on a page")
 
     @field_validator("question")
@@ -44,19 +51,21 @@ class QueryIn(BaseModel):
             raise ValueError("question must not be empty")
         return value.strip()
 
-    @field_validator("collection")
-    @classmethod
-    def _collection(cls, value: str) -> str:
-        if not valid_collection(value):
-            raise ValueError("collection must be 1-63 lowercase letters, digits, '-' or '_'")
-        return value
-
     @field_validator("session_id")
     @classmethod
     def _session_id(cls, value: str | None) -> str | None:
         if value is not None and not valid_session_id(value):
             raise ValueError("session_id must be 1-128 letters, digits, '-' or '_'")
         return value
+
+
+async def readable_query(body: QueryIn, principal: Authenticated) -> QueryIn:
+    """The question, once the caller is known to have the read right on its collection."""
+    require(principal, body.collection, Right.READ)
+    return body
+
+
+ReadableQuery = Annotated[QueryIn, Depends(readable_query)]
 
 
 async def conversation(gateway: Gateway, body: QueryIn) -> list[Turn] | None:
@@ -87,8 +96,14 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answer: QueryAnswe
         log.warning("could not record a turn of session %s: %s", body.session_id, exc)
 
 
-async def submit(gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] | None = None) -> Pending:
-    """Publish the question to the first stage; the answer will come back on our own subject."""
+async def submit(
+    gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] | None = None, label: str | None = None
+) -> Pending:
+    """Publish the question to the first stage; the answer will come back on our own subject.
+
+    ``rid`` is always the server's own id: it names the answer subject and the message ids, so
+    no client can make two questions share one. ``label`` (the client's id) only goes to the log.
+    """
     if history is None:
         history = await conversation(gateway, body)
     pending = gateway.hub.open(rid)
@@ -110,6 +125,7 @@ async def submit(gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] 
     except Exception as exc:
         gateway.hub.close(rid)
         raise ApiError(503, "unavailable", f"could not queue the question: {exc}") from exc
+    log.info("question %s queued for collection %s (client_request_id=%s)", rid, body.collection, label)
     return pending
 
 
@@ -123,8 +139,9 @@ async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Eve
         raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s") from None
 
 
-def answer_body(answer: QueryAnswer, started: float, gateway: Gateway) -> dict[str, Any]:
+def answer_body(answer: QueryAnswer, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
     body = answer.model_dump(exclude=INTERNAL_FIELDS)
+    body.update(client_label(request))
     body["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
     metrics = gateway.metrics
     metrics.queries.labels("refused" if answer.flags.get("refused") else "answered", answer.route.tier).inc()
@@ -140,12 +157,12 @@ def raise_for(error: AnswerError) -> None:
     raise ApiError(error.status, error.code, error.message)
 
 
-@router.post("/query")
-async def query(body: QueryIn, request: Request, gateway: GatewayDep) -> dict[str, Any]:
-    """Answer a question with citations, route, flags, usage, timings and trace id."""
-    started = time.perf_counter()
-    rid = request_id(request)
-    pending = await submit(gateway, body, rid)
+async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAnswer:
+    """Wait for the final answer of a non-streaming request (token deltas are skipped).
+
+    An error event raises it as the HTTP error; 504 after the query timeout; either way the hub
+    forgets the request.
+    """
     deadline = time.monotonic() + gateway.settings.query_timeout_s
     try:
         while True:
@@ -153,21 +170,39 @@ async def query(body: QueryIn, request: Request, gateway: GatewayDep) -> dict[st
             if isinstance(event, AnswerError):
                 raise_for(event)
             if isinstance(event, QueryAnswer):
-                await remember(gateway, body, rid, event)
-                return answer_body(event, started, gateway)
+                return event
     finally:
         gateway.hub.close(rid)
 
 
-@router.post("/query/stream", response_class=EventSourceResponse)
-async def query_stream(body: QueryIn, request: Request, gateway: GatewayDep) -> AsyncIterator[ServerSentEvent]:
+@router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
+async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> dict[str, Any]:
+    """Answer a question with citations, route, flags, usage, timings and trace id."""
+    started = time.perf_counter()
+    rid = request_id(request)
+    pending = await submit(gateway, body, rid, label=client_request_id(request))
+    answer = await final_answer(gateway, pending, rid)
+    await remember(gateway, body, rid, answer)
+    return answer_body(answer, started, gateway, request)
+
+
+@router.post(
+    "/query/stream",
+    response_class=EventSourceResponse,
+    responses={
+        **errors(422),
+        200: {"description": "`token` events (`{text}`), then one `done` (the Answer) or `error` (`{code, message}`)"},
+    },
+)
+async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDep) -> AsyncIterator[ServerSentEvent]:
     """``token`` events as the generator produces text, then one ``done`` (the full answer) or ``error``."""
     started = time.perf_counter()
     rid = request_id(request)
     try:
-        pending = await submit(gateway, body, rid)
+        pending = await submit(gateway, body, rid, label=client_request_id(request))
     except ApiError as exc:
-        yield ServerSentEvent(event="error", data={"code": exc.code, "message": exc.message, "request_id": rid})
+        error: dict[str, Any] = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
+        yield ServerSentEvent(event="error", data=error)
         return
     deadline = time.monotonic() + gateway.settings.query_timeout_s
     try:
@@ -175,17 +210,19 @@ async def query_stream(body: QueryIn, request: Request, gateway: GatewayDep) -> 
             try:
                 event = await next_event(gateway, pending, deadline)
             except ApiError as exc:
-                yield ServerSentEvent(event="error", data={"code": exc.code, "message": exc.message, "request_id": rid})
+                error = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
+                yield ServerSentEvent(event="error", data=error)
                 return
             if isinstance(event, AnswerDelta):
                 yield ServerSentEvent(event="token", data={"text": event.text})
             elif isinstance(event, AnswerError):
                 error = {"code": event.code, "message": event.message, "request_id": rid, "status": event.status}
+                error.update(client_label(request))
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
                 await remember(gateway, body, rid, event)
-                yield ServerSentEvent(event="done", data=answer_body(event, started, gateway))
+                yield ServerSentEvent(event="done", data=answer_body(event, started, gateway, request))
                 return
     finally:
         gateway.hub.close(rid)

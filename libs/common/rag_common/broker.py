@@ -5,16 +5,22 @@ Nothing here runs at import time: services call these from ``create_app(settings
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from faststream.nats import JStream, NatsBroker, NatsMessage
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+from faststream.nats.opentelemetry.provider import NatsTelemetrySettingsProvider
 from faststream.nats.prometheus.provider import NatsMetricsSettingsProvider
+from faststream.nats.security import NatsSecurity, NatsUserPassword
 from faststream.prometheus import ConsumeAttrs
 from faststream.prometheus.middleware import PrometheusMiddleware
+from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -29,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from rag_common import subjects
 from rag_common.messages import DeadLetter
+from rag_common.recovery import JetStreamLayout, attach_layout
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
 
@@ -65,23 +72,99 @@ def _metrics_provider(msg: Any) -> _BoundedMetricsProvider | None:
     return _BoundedMetricsProvider() if msg is None or hasattr(msg, "subject") else None
 
 
+class _BoundedTelemetryProvider(NatsTelemetrySettingsProvider):
+    """Span names without request ids: ``rag.answer.*.*.final process``; the id is an attribute."""
+
+    def get_consume_destination_name(self, msg: Any) -> str:
+        return metric_subject(super().get_consume_destination_name(msg))
+
+    def get_consume_attrs_from_message(self, msg: Any) -> dict[str, Any]:
+        attrs = super().get_consume_attrs_from_message(msg)
+        attrs.update(_request_id_attr(msg.raw_message.subject))
+        return attrs
+
+    def get_publish_destination_name(self, cmd: Any) -> str:
+        return metric_subject(super().get_publish_destination_name(cmd))
+
+    def get_publish_attrs_from_cmd(self, cmd: Any) -> dict[str, Any]:
+        attrs = super().get_publish_attrs_from_cmd(cmd)
+        attrs.update(_request_id_attr(cmd.destination))
+        return attrs
+
+
+def _request_id_attr(subject: str) -> dict[str, str]:
+    if subject.startswith(subjects.ANSWER_PREFIX + "."):
+        parts = subject.split(".")
+        if len(parts) >= 5:
+            return {"rag.gateway_id": parts[-3], "rag.request_id": parts[-2]}
+    return {}
+
+
+def _telemetry_provider(msg: Any) -> _BoundedTelemetryProvider | None:
+    """Trace every message except token deltas: one span per streamed token is noise, not insight."""
+    if isinstance(msg, Msg):
+        if msg.subject.startswith(subjects.ANSWER_PREFIX + ".") and msg.subject.endswith(".delta"):
+            return None
+        return _BoundedTelemetryProvider()
+    if msg is None:
+        return _BoundedTelemetryProvider()
+    return None  # batches, key-value and object-store watches
+
+
+class RagTelemetryMiddleware(NatsTelemetryMiddleware):
+    """FastStream's NATS tracing with bounded span names and no spans for token deltas."""
+
+    def __init__(self, *, tracer_provider: Any) -> None:
+        super().__init__(tracer_provider=tracer_provider)
+        self._settings_provider_factory = _telemetry_provider
+
+
 def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsBroker:
-    """A broker that carries trace context in headers and counts every message."""
-    return NatsBroker(
+    """A broker that carries trace context in headers, counts every message, and puts its
+    streams and consumers back when NATS comes back without them (``rag_common.recovery``).
+
+    ``graceful_timeout`` is the drain on SIGTERM: in-flight handlers get this long to finish; the
+    orchestrator's grace period must be longer (deploy/k8s sets it to drain + 10 s).
+    """
+
+    async def declare_streams(js: JetStreamContext) -> None:
+        await ensure_streams(js, settings)
+
+    layout = JetStreamLayout((subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM), declare_streams)
+    broker = NatsBroker(
         settings.nats_url,
         middlewares=[
-            NatsTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
+            RagTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
             PrometheusMiddleware(
                 settings_provider_factory=_metrics_provider,
                 registry=telemetry.registry,
                 app_name=f"rag-{telemetry.service}",
             ),
         ],
-        graceful_timeout=15.0,
+        graceful_timeout=settings.drain_timeout_s,
+        security=nats_security(settings),
         logger=logging.getLogger(f"rag.{telemetry.service}"),
         log_level=logging.DEBUG,  # per-message "Received"/"Processed" lines only when debugging
         max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        reconnected_cb=layout.reconnected,
+        closed_cb=layout.closed,
     )
+    attach_layout(broker, layout)
+    return broker
+
+
+def nats_security(settings: ServiceSettings) -> NatsSecurity | None:
+    """User and password (``NATS_USER``/``NATS_PASSWORD``) and TLS (``tls://`` or a CA file), if set."""
+    context = None
+    if settings.nats_tls_ca_file or settings.nats_url.startswith("tls://"):
+        ca = str(settings.nats_tls_ca_file) if settings.nats_tls_ca_file else None
+        context = ssl.create_default_context(cafile=ca)
+        if settings.nats_tls_cert_file and settings.nats_tls_key_file:
+            context.load_cert_chain(str(settings.nats_tls_cert_file), str(settings.nats_tls_key_file))
+    if settings.nats_user and settings.nats_password:
+        return NatsUserPassword(settings.nats_user, settings.nats_password.get_secret_value(), ssl_context=context)
+    return NatsSecurity(ssl_context=context) if context else None
 
 
 def stream_configs(settings: ServiceSettings) -> list[StreamConfig]:
@@ -144,10 +227,13 @@ async def drop_push_consumers(js: JetStreamContext) -> list[str]:
 
 
 def consumer_config(settings: ServiceSettings, *, ack_wait: float) -> ConsumerConfig:
-    """Explicit acks, bounded redeliveries; retries are spaced by ``nak(delay)``."""
-    return ConsumerConfig(
-        ack_wait=ack_wait, max_deliver=settings.max_deliver, max_ack_pending=max(64, settings.concurrency * 4)
-    )
+    """Explicit acks, bounded redeliveries; retries are spaced by ``nak(delay)``.
+
+    ``max_ack_pending`` is shared by every replica of the consumer, so it is sized for the most
+    replicas the autoscaler may start (``max_replicas`` x ``concurrency``): a smaller limit would
+    leave the replicas beyond it without work however long the queue grows.
+    """
+    return ConsumerConfig(ack_wait=ack_wait, max_deliver=settings.max_deliver, max_ack_pending=settings.max_ack_pending)
 
 
 class PermanentError(Exception):
@@ -191,6 +277,7 @@ async def process_message(
     area: str,
     max_deliver: int,
     on_failure: FailureHook,
+    heartbeat_s: float | None = None,
 ) -> None:
     """Validate, run and acknowledge one JetStream message; nothing that fails is lost.
 
@@ -198,6 +285,10 @@ async def process_message(
     - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
     - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
       dead-lettered. Dead letters keep the original payload so they can be replayed.
+
+    While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
+    so a slow message (a long document, a slow model) is not redelivered to a second worker while
+    a dead worker's message still is, after the consumer's ack wait.
     """
     deliveries = _deliveries(msg)
     try:
@@ -207,19 +298,28 @@ async def process_message(
         await _dead_letter(msg, broker, area, stage, error, deliveries)
         await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+        telemetry.errors.labels(telemetry.service, stage, "invalid_message").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "invalid_message").inc()
         await msg.reject()
         return
     try:
-        await work(payload)
+        async with _in_progress(msg, heartbeat_s):
+            await work(payload)
+    except asyncio.CancelledError:
+        # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
+        await asyncio.shield(msg.nack())
+        raise
     except PermanentError as exc:
         await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", deliveries)
         await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
+        log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
-        telemetry.errors.labels(telemetry.service, stage, exc.code).inc()
+        telemetry.errors.labels(telemetry.service, stage, "permanent").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "permanent").inc()
         await msg.reject()
         return
     except Exception as exc:
-        telemetry.errors.labels(telemetry.service, stage, type(exc).__name__).inc()
+        telemetry.errors.labels(telemetry.service, stage, "transient").inc()
         if deliveries < max_deliver:
             log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, max_deliver, exc)
             telemetry.messages.labels(telemetry.service, stage, "retry").inc()
@@ -230,10 +330,35 @@ async def process_message(
         await _dead_letter(msg, broker, area, stage, error, deliveries)
         await on_failure(payload.model_dump(), "stage_failed", f"{stage} failed: {error}", 503)
         telemetry.messages.labels(telemetry.service, stage, "dead_letter").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "exhausted").inc()
         await msg.reject()
         return
     telemetry.messages.labels(telemetry.service, stage, "ok").inc()
     await msg.ack()
+
+
+@contextlib.asynccontextmanager
+async def _in_progress(msg: NatsMessage, every_s: float | None) -> AsyncIterator[None]:
+    """Extend the message's ack wait every ``every_s`` seconds while the block runs."""
+    if not every_s:
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await msg.in_progress()
+            except Exception as exc:  # NATS away for a moment: the next beat tries again
+                log.debug("in-progress for %s not sent: %r", msg.raw_message.subject, exc)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _dead_letter(

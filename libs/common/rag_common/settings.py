@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -22,13 +22,87 @@ class ServiceSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_env("NATS_URL"))
+    nats_user: str | None = Field(None, validation_alias=_env("NATS_USER"))
+    nats_password: SecretStr | None = Field(None, validation_alias=_env("NATS_PASSWORD"))
+    nats_tls_ca_file: Path | None = Field(
+        None, validation_alias=_env("NATS_TLS_CA_FILE"), description="CA that signed the NATS server certificate"
+    )
+    nats_tls_cert_file: Path | None = Field(None, validation_alias=_env("NATS_TLS_CERT_FILE"))
+    nats_tls_key_file: Path | None = Field(None, validation_alias=_env("NATS_TLS_KEY_FILE"))
     data_dir: Path = Field(Path("data"), validation_alias=_env("RAG_DATA_DIR"))
     js_replicas: int = Field(1, ge=1, le=5, validation_alias=_env("RAG_JS_REPLICAS"))
     max_deliver: int = Field(3, ge=1, le=20, validation_alias=_env("RAG_MAX_DELIVER"))
-    query_ack_wait_s: float = Field(30.0, gt=0, validation_alias=_env("RAG_QUERY_ACK_WAIT_S"))
+    query_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        validation_alias=AliasChoices("RAG_QUERY_TIMEOUT_S", "RAG_GATEWAY_QUERY_TIMEOUT_S"),
+        description="how long a client waits for an answer (the gateway's 504); stages redeliver well within it",
+    )
+    query_ack_wait_s: float | None = Field(
+        None,
+        gt=0,
+        validation_alias=_env("RAG_QUERY_ACK_WAIT_S"),
+        description="redelivery delay of a query stage whose worker died; default RAG_QUERY_TIMEOUT_S / 3",
+    )
+    js_check_interval_s: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        validation_alias=_env("RAG_JS_CHECK_INTERVAL_S"),
+        description="how often a service checks that its streams and consumers exist (re-declared if not)",
+    )
     metrics_host: str = Field("127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"))
     log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"))
     concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
+    max_replicas: int = Field(
+        10,
+        ge=1,
+        le=500,
+        description="most replicas the autoscaler may run (KEDA maxReplicaCount); sizes the consumer's max_ack_pending",
+    )
+    drain_timeout_s: float = Field(
+        15.0, gt=0, le=600, description="on SIGTERM, in-flight messages get this long to finish (then are nak'ed)"
+    )
+    liveness_timeout_s: float = Field(
+        2.0, gt=0, le=60, description="/livez fails when the event loop does not answer within this"
+    )
+    collections_file: Path | None = Field(
+        None,
+        validation_alias=_env("RAG_COLLECTIONS_FILE"),
+        description="JSON file of per-collection refusal and greeting texts (rag_common.texts)",
+    )
+
+    @property
+    def max_ack_pending(self) -> int:
+        """Unacknowledged messages the consumer allows, across all replicas at full scale."""
+        return self.max_replicas * self.concurrency
+
+    @model_validator(mode="after")
+    def _nats_credentials_pair(self) -> ServiceSettings:
+        password = self.nats_password.get_secret_value().strip() if self.nats_password else ""
+        if bool(self.nats_user) != bool(password):
+            raise ValueError("set both NATS_USER and NATS_PASSWORD (not empty: fill the Secret), or neither")
+        return self
+
+    @model_validator(mode="after")
+    def _redelivery_within_deadline(self) -> ServiceSettings:
+        if self.query_ack_wait_s is not None and self.query_ack_wait_s > self.query_timeout_s / 3:
+            raise ValueError(
+                f"RAG_QUERY_ACK_WAIT_S={self.query_ack_wait_s:g} must be at most RAG_QUERY_TIMEOUT_S / 3 "
+                f"({self.query_timeout_s / 3:g}): a question held by a crashed worker must be redelivered "
+                "well before the client gives up"
+            )
+        return self
+
+    @property
+    def stage_ack_wait_s(self) -> float:
+        """How long a query stage's message stays with a silent worker before another one gets it.
+
+        Live workers send "in progress" every third of it (``process_message``), so slow work is
+        not redelivered; a dead worker's question is redelivered within a third of the client's
+        deadline, and twice more at most (``max_deliver``).
+        """
+        return self.query_ack_wait_s or self.query_timeout_s / 3
 
     @field_validator("nats_url")
     @classmethod
@@ -45,6 +119,13 @@ class StoreSettings(ServiceSettings):
     qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
     qdrant_path: Path | None = Field(None, validation_alias=_env("QDRANT_PATH"))
     model_dir: Path | None = Field(None, validation_alias=_env("RAG_MODEL_DIR"))
+
+    @field_validator("qdrant_api_key")
+    @classmethod
+    def _key_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("QDRANT_API_KEY is set but empty: fill the Secret it comes from, or unset it")
+        return value
 
     @property
     def resolved_qdrant_path(self) -> Path:

@@ -13,6 +13,8 @@ from pydantic import BaseModel
 from rag_common import subjects
 from rag_common.broker import QUERY_JSTREAM, FailureHook, consumer_config, ensure_streams, process_message
 from rag_common.messages import AnswerDelta, AnswerError, QueryRequested
+from rag_common.payload import fit_payload, payload_limit
+from rag_common.recovery import ConsumerSpec, layout_of
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
 
@@ -59,13 +61,19 @@ def register_work_queue(
     once the first message has arrived, which would add seconds to a lone question.
     """
 
+    telemetry.declare_stage(stage or consumer)
+    config = consumer_config(settings, ack_wait=ack_wait)
+    layout = layout_of(broker)
+    if layout is not None:
+        layout.add_consumer(ConsumerSpec(stream=stream.name, durable=consumer, subject=subject, config=config))
+
     @broker.subscriber(
         subject,
         durable=consumer,
         stream=stream,
         pull_sub=PullSub(batch_size=1, timeout=5.0),
         max_workers=settings.concurrency,
-        config=consumer_config(settings, ack_wait=ack_wait),
+        config=config,
         ack_policy=AckPolicy.MANUAL,
     )
     async def handle(msg: NatsMessage) -> None:
@@ -79,6 +87,7 @@ def register_work_queue(
             area=area,
             max_deliver=settings.max_deliver,
             on_failure=on_failure,
+            heartbeat_s=ack_wait / 3,
         )
 
 
@@ -104,7 +113,7 @@ def register_query_stage(
         area="query",
         model=model,
         work=work,
-        ack_wait=ack_wait or settings.query_ack_wait_s,
+        ack_wait=ack_wait or settings.stage_ack_wait_s,
         on_failure=answer_failure_hook(broker),
     )
 
@@ -112,7 +121,7 @@ def register_query_stage(
 async def publish_stage(broker: NatsBroker, message: QueryRequested, subject: str) -> None:
     """Hand a question to the next stage; the message id makes a redelivered stage's repeat a no-op."""
     await broker.publish(
-        message,
+        fit_payload(message, payload_limit(broker)),
         subject,
         stream=subjects.QUERY_STREAM,
         headers={"Nats-Msg-Id": f"{message.request_id}:{subject}"},
@@ -120,7 +129,9 @@ async def publish_stage(broker: NatsBroker, message: QueryRequested, subject: st
 
 
 async def publish_delta(broker: NatsBroker, query: QueryRequested, delta: AnswerDelta) -> None:
-    await broker.publish(delta, subjects.answer_subject(query.gateway_id, query.request_id, "delta"))
+    """A token delta goes straight to the connection: no span and no trace headers per token."""
+    subject = subjects.answer_subject(query.gateway_id, query.request_id, "delta")
+    await broker.connection.publish(subject, delta.model_dump_json().encode())
 
 
 def register_ping(
@@ -131,13 +142,42 @@ def register_ping(
     @broker.subscriber(subjects.ping_subject(service))
     async def ping() -> dict[str, Any]:
         details = await check() if check else {}
+        layout = layout_of(broker)
+        missing = await layout.missing() if layout else []
+        if missing:  # connected, but its streams or consumers are gone (e.g. NATS restarted)
+            return {"service": service, "status": "degraded", "missing": missing, **details}
         return {"service": service, "status": "ok", **details}
 
 
+def nats_connected(broker: NatsBroker) -> bool:
+    connection = broker.config.connection_state.connection if broker else None
+    return bool(connection and connection.is_connected)
+
+
+def serve_health(
+    broker: NatsBroker,
+    telemetry: ServiceTelemetry,
+    host: str,
+    port: int,
+    liveness_timeout_s: float,
+) -> int:
+    """``/metrics``, ``/livez`` (the event loop answers) and ``/readyz`` (connected to NATS)."""
+
+    async def ready() -> dict[str, str]:
+        return {"nats": "ok" if nats_connected(broker) else "disconnected"}
+
+    return telemetry.serve_metrics(host, port, ready=ready, liveness_timeout_s=liveness_timeout_s)
+
+
 async def prepare_jetstream(broker: NatsBroker, settings: ServiceSettings) -> None:
-    """Connect and declare the streams before subscribers bind their consumers to them."""
+    """Connect and declare the streams and consumers (updating their settings) before subscribers
+    bind to them, then keep them declared across NATS restarts (``rag_common.recovery``)."""
     await broker.connect()
-    await ensure_streams(broker.connection.jetstream(), settings)
+    layout = layout_of(broker)
+    if layout is None:
+        await ensure_streams(broker.connection.jetstream(), settings)
+    else:
+        await layout.start(broker.connection.jetstream(), check_interval_s=settings.js_check_interval_s)
 
 
 async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[Any, Any]:

@@ -6,20 +6,49 @@ dev runner hosts every service in one process) and its own Prometheus registry.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import os
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind
+from opentelemetry.util.types import Attributes
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 log = logging.getLogger(__name__)
+
+# Outcomes of one handled message, and the kinds of error a stage counts; every combination is
+# created at 0 when a stage is registered, so the first failure of each kind shows in increase().
+MESSAGE_OUTCOMES = ("ok", "retry", "dead_letter", "rejected")
+ERROR_KINDS = ("invalid_message", "permanent", "transient")
+DEAD_LETTER_REASONS = ("invalid_message", "permanent", "exhausted")
+
+# Server spans of these routes are not sampled when they start a trace: clients poll them (a
+# status poll every 200 ms would otherwise be one trace each) and they say nothing about a request.
+UNTRACED_ROUTES = frozenset(
+    {
+        "GET /healthz",
+        "GET /livez",
+        "GET /readyz",
+        "GET /metrics",
+        "GET /v1/documents",
+        "GET /v1/documents/{document_id}",
+    }
+)
 
 STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -63,8 +92,27 @@ class ServiceTelemetry:
             registry=self.registry,
         )
         self.errors = Counter(
-            "rag_errors_total", "Errors by stage and kind", ["service", "stage", "kind"], registry=self.registry
+            "rag_errors_total",
+            "Errors by stage and kind (invalid_message, permanent, transient)",
+            ["service", "stage", "kind"],
+            registry=self.registry,
         )
+        self.dead_letters = Counter(
+            "rag_dead_letters_total",
+            "Messages sent to the dead-letter stream, by reason (invalid_message, permanent, exhausted)",
+            ["service", "stage", "reason"],
+            registry=self.registry,
+        )
+        self._server: ThreadingWSGIServer | None = None
+
+    def declare_stage(self, stage: str) -> None:
+        """Create every outcome, error and dead-letter series of ``stage`` at 0."""
+        for outcome in MESSAGE_OUTCOMES:
+            self.messages.labels(self.service, stage, outcome)
+        for kind in ERROR_KINDS:
+            self.errors.labels(self.service, stage, kind)
+        for reason in DEAD_LETTER_REASONS:
+            self.dead_letters.labels(self.service, stage, reason)
 
     @property
     def tracer(self) -> trace.Tracer:
@@ -80,11 +128,111 @@ class ServiceTelemetry:
             timer.stop()
             self.stage_seconds.labels(self.service, stage).observe(timer.ms / 1000)
 
-    def serve_metrics(self, host: str, port: int) -> None:
-        """Expose ``/metrics`` on its own port (0 turns it off)."""
-        if port:
-            start_http_server(port, addr=host, registry=self.registry)
-            log.info("metrics for %s on http://%s:%d/metrics", self.service, host, port)
+    def serve_metrics(
+        self,
+        host: str,
+        port: int,
+        *,
+        ready: Callable[[], Awaitable[dict[str, str]]] | None = None,
+        liveness_timeout_s: float = 2.0,
+    ) -> int:
+        """Serve ``/metrics``, ``/livez`` and ``/readyz`` on their own port (0 turns it off).
+
+        Call from the service's event loop. ``/metrics`` is answered by the server thread, but
+        ``/livez`` and ``/readyz`` are answered *through* that event loop: when the loop hangs
+        (a blocking call, a deadlock) ``/livez`` fails after ``liveness_timeout_s`` and the
+        orchestrator restarts the process. ``ready`` returns named checks; any value other than
+        "ok" makes ``/readyz`` answer 503. Returns the bound port.
+        """
+        if not port:
+            return 0
+        loop = asyncio.get_running_loop()
+        app = health_wsgi_app(make_wsgi_app(self.registry), loop, ready, liveness_timeout_s)
+        server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        self._server = server
+        thread = threading.Thread(target=server.serve_forever, name=f"metrics-{self.service}", daemon=True)
+        thread.start()
+        bound = int(server.server_address[1])
+        log.info("metrics and health of %s on http://%s:%d/metrics|livez|readyz", self.service, host, bound)
+        return bound
+
+    def stop_serving(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def health_wsgi_app(
+    metrics_app: WSGIApp,
+    loop: asyncio.AbstractEventLoop,
+    ready: Callable[[], Awaitable[dict[str, str]]] | None,
+    timeout_s: float,
+) -> WSGIApp:
+    """``/livez`` and ``/readyz`` answered by running a coroutine on ``loop``; the rest is metrics."""
+    import json
+
+    async def alive() -> dict[str, str]:
+        return {"event_loop": "ok"}
+
+    def run_on_loop(check: Callable[[], Awaitable[dict[str, str]]]) -> tuple[int, dict[str, Any]]:
+        try:
+            future: concurrent.futures.Future[dict[str, str]] = asyncio.run_coroutine_threadsafe(_as_coro(check), loop)
+        except RuntimeError:  # the loop is closed
+            return 503, {"status": "down", "checks": {"event_loop": "closed"}}
+        try:
+            checks = future.result(timeout_s)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            return 503, {"status": "down", "checks": {"event_loop": f"no answer within {timeout_s}s"}}
+        except Exception as exc:
+            return 503, {"status": "down", "checks": {"error": f"{type(exc).__name__}: {exc}"}}
+        bad = sorted(name for name, state in checks.items() if state != "ok")
+        return (200 if not bad else 503), {"status": "ok" if not bad else "not_ready", "checks": checks}
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path in ("/livez", "/readyz"):
+            status, body = run_on_loop(alive if path == "/livez" or ready is None else ready)
+            reason = "OK" if status == 200 else "Service Unavailable"
+            start_response(f"{status} {reason}", [("Content-Type", "application/json")])
+            return [json.dumps(body).encode()]
+        return metrics_app(environ, start_response)
+
+    return app
+
+
+async def _as_coro(check: Callable[[], Awaitable[dict[str, str]]]) -> dict[str, str]:
+    return await check()
+
+
+class PollingRouteSampler(Sampler):
+    """Drop root server spans of polled routes (``UNTRACED_ROUTES``); sample everything else."""
+
+    def should_sample(
+        self,
+        parent_context: otel_context.Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: trace.TraceState | None = None,
+    ) -> SamplingResult:
+        if kind == SpanKind.SERVER and name in UNTRACED_ROUTES:
+            return SamplingResult(Decision.DROP, None, trace_state)
+        return ALWAYS_ON.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+    def get_description(self) -> str:
+        return "PollingRouteSampler"
 
 
 def _default_processors() -> list[SpanProcessor]:
@@ -105,7 +253,7 @@ def setup_telemetry(service: str, span_processors: Sequence[SpanProcessor] | Non
     when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (OTLP over HTTP) or ``RAG_TRACE_CONSOLE=1``.
     """
     resource = Resource.create({"service.name": f"rag-{service}", "service.namespace": "rag"})
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, sampler=ParentBased(root=PollingRouteSampler()))
     for processor in [*_default_processors(), *(span_processors or [])]:
         provider.add_span_processor(processor)
     return ServiceTelemetry(service=service, tracer_provider=provider)

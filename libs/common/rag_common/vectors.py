@@ -6,7 +6,6 @@ per location; with ``QDRANT_URL`` any number of processes talk to a Qdrant serve
 
 from __future__ import annotations
 
-import re
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -22,14 +21,8 @@ from rag_common.embedding import DENSE_DIM, SparseVector
 
 DENSE = "dense"
 SPARSE = "bm25"
-COLLECTION_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 CORE_FILTER_KEYS = {"source", "section", "kind", "page", "document_id"}
 _POINT_NS = uuid.UUID("6f1d7c1e-3c55-4f4e-9b59-2f2f3c4a9d10")
-
-
-def valid_collection(name: str) -> bool:
-    """Collection names are lowercase slugs: they become part of a Qdrant collection name."""
-    return bool(COLLECTION_RE.match(name))
 
 
 def qdrant_collection(collection: str) -> str:
@@ -47,10 +40,18 @@ class ChunkRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexedDocument:
+    version: str | None  # content hash of the indexed version; None when not indexed
+    request_id: str | None  # the upload whose message indexed it
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     score: float
     similarity: float
     payload: dict[str, Any]
+    dense: list[float] | None = None  # the chunk's dense vector, for diversity (MMR) in the retriever
 
 
 class VectorStore:
@@ -104,6 +105,22 @@ class VectorStore:
             )
         return str(points[0].payload["content_hash"]) if points and points[0].payload else None
 
+    def document_state(self, collection: str, document_id: str) -> IndexedDocument:
+        """What the index holds of a document: version, the upload that indexed it, chunk count."""
+        name = qdrant_collection(collection)
+        with self._guard():
+            if not self.client.collection_exists(name):
+                return IndexedDocument(None, None, 0)
+            selector = _match("document_id", document_id)
+            points, _ = self.client.scroll(
+                name, scroll_filter=selector, limit=1, with_payload=["content_hash", "request_id"]
+            )
+            if not points or not points[0].payload:
+                return IndexedDocument(None, None, 0)
+            payload = points[0].payload
+            count = self.client.count(name, count_filter=selector, exact=True).count
+        return IndexedDocument(str(payload["content_hash"]), payload.get("request_id"), count)
+
     def replace_document(self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]) -> None:
         """Write the new version's chunks, then drop the old version's: a failure leaves the old one."""
         name = qdrant_collection(collection)
@@ -145,11 +162,13 @@ class VectorStore:
         prefetch_limit: int,
         rrf_k: int,
         filters: dict[str, Any] | None = None,
+        weights: tuple[float, float] | None = None,
     ) -> list[Hit]:
         """Dense and BM25 candidates fused by reciprocal rank fusion in Qdrant's Query API.
 
         ``similarity`` is the dense cosine of each hit to the query (fusion scores are rank-based
-        and say nothing absolute), which the retriever's relevance threshold uses.
+        and say nothing absolute), which the retriever's relevance threshold uses. ``weights``
+        (dense, BM25) weigh the two rankings in the fusion; None weighs them equally.
         """
         query_filter = build_filter(filters or {})
         with self._guard():
@@ -164,7 +183,7 @@ class VectorStore:
                         filter=query_filter,
                     ),
                 ],
-                query=models.RrfQuery(rrf=models.Rrf(k=rrf_k)),
+                query=models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
                 limit=limit,
                 with_payload=True,
                 with_vectors=[DENSE],
@@ -174,7 +193,14 @@ class VectorStore:
             vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
             values = [float(v) for v in vector] if isinstance(vector, list) else []  # type: ignore[arg-type]
             similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
-            hits.append(Hit(score=float(point.score), similarity=float(similarity), payload=dict(point.payload or {})))
+            hits.append(
+                Hit(
+                    score=float(point.score),
+                    similarity=float(similarity),
+                    payload=dict(point.payload or {}),
+                    dense=values or None,
+                )
+            )
         return hits
 
     def count(self, collection: str) -> int:

@@ -26,7 +26,10 @@ async def main(args: argparse.Namespace) -> None:
     async with Stack(options) as stack:
         log.info("gateway on %s (NATS %s)", stack.base_url, stack.nats_url)
         if args.corpus:
-            async with httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
+            # With RAG_GATEWAY_AUTH=on the corpus is loaded with the admin key.
+            admin_key = os.environ.get("RAG_GATEWAY_ADMIN_KEY", "")
+            headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+            async with httpx.AsyncClient(base_url=stack.base_url, timeout=60, headers=headers) as client:
 
                 def progress(done: int, total: int) -> None:
                     print(f"\rloading sample corpus: {done}/{total} documents", end="", flush=True)
@@ -40,8 +43,10 @@ async def main(args: argparse.Namespace) -> None:
                     len(result.failed),
                     result.seconds,
                 )
+        auth = ' -H "Authorization: Bearer $RAG_GATEWAY_ADMIN_KEY"' if os.environ.get("RAG_GATEWAY_ADMIN_KEY") else ""
         print(
-            f"ready: {stack.base_url}  (try: curl -s {stack.base_url}/v1/query -H 'content-type: application/json' "
+            f"ready: {stack.base_url}  (try: curl -s {stack.base_url}/v1/query{auth} "
+            "-H 'content-type: application/json' "
             '-d \'{"question": "How much is the Pro plan?"}\')',
             flush=True,
         )

@@ -7,25 +7,86 @@ import logging
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from opentelemetry.trace import Span
 from prometheus_client import Counter
 
 from rag_common import subjects
 from rag_common.broker import make_broker
 from rag_common.messages import QueryAnswer, QueryDrafted
-from rag_common.stage import prepare_jetstream, register_ping, register_query_stage
+from rag_common.payload import fit_payload, payload_limit
+from rag_common.stage import prepare_jetstream, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_evaluator.checks import FLAG_NAMES, Evaluation, PassageRef, evaluate
+from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, Evaluation, PassageRef, evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
 
+# Answers no language model wrote: it read nothing beyond what the answer quotes.
+NOT_A_MODEL = frozenset({"extractive", "none", "canned"})
+
 
 def assess(drafted: QueryDrafted) -> Evaluation:
     """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
-    if drafted.route.tier == "greeting":
+    if drafted.route.tier == "greeting" and not drafted.suspicions:
         return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
-    refs = [PassageRef(n=p.n, source=p.source, section=p.section, page=p.page, text=p.text) for p in drafted.passages]
-    return evaluate(drafted.answer, refs, refused=drafted.refused, question=drafted.question)
+    refs = [
+        PassageRef(
+            n=p.n,
+            source=p.source,
+            section=p.section,
+            page=p.page,
+            text=p.text,
+            injection_spans=tuple(p.injection_spans),
+        )
+        for p in drafted.passages
+    ]
+    return evaluate(
+        drafted.answer,
+        refs,
+        refused=drafted.refused,
+        question=drafted.rewritten_question or drafted.question,
+        suspicions=drafted.suspicions,
+        low_confidence=drafted.low_confidence,
+        read_all=drafted.model not in NOT_A_MODEL,
+    )
+
+
+def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -> None:
+    """One structured ``EVAL_FAIL`` log line and one ``gen_ai.evaluation.result`` span event per failing flag.
+
+    The event follows the OpenTelemetry GenAI semantic conventions, so any tracing back end shows
+    the failed check on the answer's own trace.
+    """
+    for name in FLAG_NAMES:
+        if name not in FAILING_FLAGS or not evaluation.flags.get(name):
+            continue
+        explanation = json.dumps(evaluation.details.get(name, ""), default=str, ensure_ascii=False)
+        log.warning(
+            "EVAL_FAIL %s",
+            json.dumps(
+                {
+                    "event": "EVAL_FAIL",
+                    "flag": name,
+                    "request_id": drafted.request_id,
+                    "trace_id": drafted.trace_id,
+                    "collection": drafted.collection,
+                    "model": drafted.model,
+                    "details": evaluation.details.get(name),
+                },
+                default=str,
+                ensure_ascii=False,
+            ),
+        )
+        span.add_event(
+            "gen_ai.evaluation.result",
+            {
+                "gen_ai.evaluation.name": name,
+                "gen_ai.evaluation.score.label": "fail",
+                "gen_ai.evaluation.score.value": 1.0,
+                "gen_ai.evaluation.explanation": explanation[:1000],
+                "gen_ai.response.id": drafted.request_id,
+            },
+        )
 
 
 def final_answer(drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswer:
@@ -58,10 +119,14 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
         "rag_answer_flags_total", "Answers carrying each quality flag", ["flag"], registry=telemetry.registry
     )
     flagged_total = Counter("rag_answers_flagged_total", "Answers with a failing flag", registry=telemetry.registry)
+    for name in FLAG_NAMES:  # every flag shows from the start, so the first one counts in increase()
+        flags_total.labels(name)
 
     async def on_drafted(drafted: QueryDrafted) -> None:
-        with telemetry.stage("evaluator") as timer:
+        with telemetry.stage("evaluator") as timer, telemetry.tracer.start_as_current_span("evaluator.assess") as span:
             evaluation = assess(drafted)
+            span.set_attribute("rag.flagged", evaluation.flagged)
+            report_failures(drafted, evaluation, span)
         drafted.timings_ms["evaluator"] = timer.ms
         answer = final_answer(drafted, evaluation)
         for name, raised in evaluation.flags.items():
@@ -69,19 +134,8 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
                 flags_total.labels(name).inc()
         if evaluation.flagged:
             flagged_total.inc()
-            log.warning(
-                json.dumps(
-                    {
-                        "event": "answer_flagged",
-                        "request_id": drafted.request_id,
-                        "trace_id": drafted.trace_id,
-                        "flags": [k for k, v in evaluation.flags.items() if v],
-                        "details": evaluation.details,
-                    },
-                    default=str,
-                )
-            )
-        await broker.publish(answer, subjects.answer_subject(drafted.gateway_id, drafted.request_id, "final"))
+        final = fit_payload(answer, payload_limit(broker))
+        await broker.publish(final, subjects.answer_subject(drafted.gateway_id, drafted.request_id, "final"))
 
     register_query_stage(
         broker,
@@ -104,6 +158,10 @@ def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None =
     @app.on_startup
     async def startup() -> None:
         await prepare_jetstream(broker, settings)
-        telemetry.serve_metrics(settings.metrics_host, settings.metrics_port)
+        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
+
+    @app.after_shutdown
+    async def stop_health() -> None:
+        telemetry.stop_serving()
 
     return app

@@ -1,4 +1,4 @@
-"""Per-answer quality checks (L1): citations, refusals and disagreement between sources.
+"""Per-answer quality checks (L1): citations, refusals, disagreement, grounding, confidence, injection.
 
 These are plain functions over typed values so the evaluator's handler stays a thin wrapper and
 every rule can be unit-tested without a broker. Each check is deliberately simple and
@@ -8,16 +8,28 @@ explainable: a raised flag carries details that tell a user *why* it was raised.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from rag_common.citations import cited_numbers
+from rag_common.citations import CITATION, cited_numbers
+from rag_common.conflicts import Conflict, find_conflicts
+from rag_common.injection import strip_spans
 
-FLAG_NAMES = ("refused", "citation_invalid", "conflicting_sources")
+FLAG_NAMES = (
+    "refused",
+    "citation_invalid",
+    "conflicting_sources",
+    "ungrounded",
+    "low_confidence",
+    "injection_suspected",
+)
 # "refused" is informational: declining to answer from insufficient context is correct behaviour.
-FAILING_FLAGS = frozenset({"citation_invalid", "conflicting_sources"})
+FAILING_FLAGS = frozenset(set(FLAG_NAMES) - {"refused"})
+
+# A sentence is grounded when this share of its content words is in the passages it cites...
+UNGROUNDED_BELOW = 0.5
+# ...and only marginally so below this share, which makes the whole answer low-confidence.
+MARGINAL_BELOW = 0.67
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,14 +41,13 @@ class PassageRef:
     section: str
     page: int | None
     text: str
+    # Instruction-like text planted in the passage (marked at ingest): evidence of nothing.
+    injection_spans: tuple[tuple[int, int], ...] = field(default=())
 
-
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    """Documents that state different numbers about the same thing, shown to the user as-is."""
-
-    subject: str
-    values: dict[str, list[str]]
+    @property
+    def clean_text(self) -> str:
+        """The text without its planted instructions."""
+        return strip_spans(self.text, self.injection_spans) if self.injection_spans else self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,141 +81,108 @@ def check_citations(answer: str, passage_count: int) -> tuple[bool, dict[str, ob
     return _citation_verdict(citation_numbers(answer), range(1, passage_count + 1))
 
 
-# --- conflicting sources -----------------------------------------------------------------------
+# --- grounding ---------------------------------------------------------------------------------
 
-_AMOUNT = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-# Only numbers with a unit are compared: bare numbers are too often versions, years or list items.
-_QUANTITY = re.compile(
-    rf"(?P<symbol>[$€£])\s?(?P<amount>{_AMOUNT})"
-    rf"|(?<![\w.])(?P<value>{_AMOUNT})\s?(?P<unit>%|(?i:usd|eur|gbp|dollars?|euros?|[gmt]b"
-    r"|days?|hours?|requests? per (?:second|minute|hour|day)))(?!\w)"
+_WORD = re.compile(r"[a-z][a-z0-9'-]*|\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
+_STOP = frozenset(
+    "a an and are as at be been by can could do does did for from has have had how i if in is it its me my of on "
+    "or our should the this that these those to was were we what when where which who why will with would you "
+    "your there their them they about into than then so any some also only just not no yes each per via".split()
 )
-_UNIT_ALIASES = {"$": "usd", "dollar": "usd", "€": "eur", "euro": "eur", "£": "gbp", "%": "percent"}
-_PERIOD = re.compile(r"\b(?:(?P<month>month|monthly|mo)|(?P<year>year|yearly|annual|annually|yr))\b", re.IGNORECASE)
-_CAPITALISED_RUN = re.compile(r"[A-Z][\w+-]*(?:[ \t]+[A-Z][\w+-]*)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# Words that name no particular thing: "The Pro plan" and "Pro" are the same subject.
-_NOISE_WORDS = frozenset(
-    "the a an our your its this that these those each every all it we you plan plans tier tiers edition package "
-    "in on at for with and or of per usd eur gbp gb mb tb january february march april may june july august "
-    "september october november december".split()
+# Words that frame an answer rather than state a fact: they need no support in the passages.
+_FRAMING = frozenset(
+    "document documents source sources passage passages say says said state states stated according mention "
+    "mentions mentioned disagree disagrees while however note answer information based following listed "
+    "extractive quote quoted".split()
 )
-_TAIL_CHARS = 40  # how far after a number a "per month" / "per year" qualifier may sit
+
+
+# An answer may say "costs" where the table says "Price": one key for the support-desk synonyms.
+_SYNONYMS = {"cost": "price", "pric": "price", "fee": "price", "charg": "price", "charge": "price", "pay": "price"}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return _SYNONYMS.get(word, word)
+
+
+def _content_terms(text: str) -> set[str]:
+    return {
+        _stem(w.strip("'-"))
+        for w in _WORD.findall(text.lower())
+        if w not in _STOP and w not in _FRAMING and not w[0].isdigit() and len(w) > 1
+    }
+
+
+def _numbers(text: str) -> set[str]:
+    return {m.group().replace(",", "") for m in _NUMBER.finditer(text)}
+
+
+def answer_sentences(answer: str) -> list[str]:
+    """The statements of an answer: sentences and list items, without framing lines ("From the documents:")."""
+    sentences = []
+    for part in _SENTENCE_END.split(answer):
+        text = _LIST_MARKER.sub("", part).strip()
+        if not text or (text.endswith(":") and not CITATION.search(text) and len(text.split()) <= 8):
+            continue
+        sentences.append(text)
+    return sentences
 
 
 @dataclass(frozen=True, slots=True)
-class _Quantity:
-    """A number with a unit, attributed to the thing it describes in one source."""
+class Support:
+    """How well the passages a sentence cites back it: share of its words, numbers they lack."""
 
-    source: str
-    subject: str
-    unit: str
-    amount: Decimal
-    raw: str
-    period: str | None  # "month" / "year" when stated, so $12/month is not compared with $120/year
-    aspect: str | None  # table header ("price per user per month"); None in prose
+    sentence: str
+    share: float
+    missing_numbers: tuple[str, ...]
 
-
-def _normalise(name: str) -> str:
-    """Comparable subject key: lowercase, without filler words such as "the" or "plan"."""
-    return " ".join(w for w in re.findall(r"[\w+-]+", name.lower()) if w not in _NOISE_WORDS)
+    @property
+    def value(self) -> float:
+        return 0.0 if self.missing_numbers else self.share
 
 
-def _unit_class(unit: str) -> str:
-    key = " ".join(unit.lower().split()).rstrip("s")
-    return _UNIT_ALIASES.get(key, key)
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one passage can back, read once per answer: its content words and its numbers."""
+
+    terms: frozenset[str]
+    numbers: frozenset[str]
+
+    @classmethod
+    def of(cls, passage: PassageRef) -> Evidence:
+        """From the passage's source, section and text without its planted instructions."""
+        text = f"{passage.source} {passage.section} {passage.clean_text}"
+        return cls(frozenset(_content_terms(text)), frozenset(_numbers(text)))
 
 
-def _period(text: str) -> str | None:
-    match = _PERIOD.search(text)
-    return None if match is None else ("month" if match["month"] else "year")
+def sentence_support(sentence: str, evidence: Mapping[int, Evidence]) -> Support:
+    """Lexical support of one sentence by the passages it cites (all passages when it cites none).
 
-
-def _subject_before(text: str) -> str:
-    """The salient named thing nearest before a number: its closest capitalised words."""
-    for run in reversed(_CAPITALISED_RUN.findall(text)):
-        if subject := _normalise(run):
-            return subject
-    return ""
-
-
-def _scan(text: str, source: str, *, subject: str | None, header: str = "") -> Iterator[_Quantity]:
-    """Quantities in one clause; `subject` is fixed for table cells, else found per number."""
-    matches = list(_QUANTITY.finditer(text))
-    for i, match in enumerate(matches):
-        stop = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        tail = text[match.end() : min(stop, match.end() + _TAIL_CHARS)]
-        about = subject if subject is not None else _subject_before(text[: match.start()])
-        if not about:
-            continue  # "it costs $15": without a subject there is nothing to compare it with
-        yield _Quantity(
-            source=source,
-            subject=about,
-            unit=_unit_class(match["symbol"] or match["unit"]),
-            amount=Decimal((match["amount"] or match["value"]).replace(",", "")),
-            raw=match.group().strip(),
-            period=_period(f"{header} {tail}"),
-            aspect=_normalise(header) or None,
-        )
-
-
-def _quantities(passage: PassageRef) -> Iterator[_Quantity]:
-    """Quantities in a passage: table rows arrive as "Header: value; Header: value" lines."""
-    for line in passage.text.splitlines():
-        cells = [cell.partition(": ") for cell in line.split("; ")]
-        if len(cells) > 1 and all(sep for _, sep, _ in cells):
-            if row_subject := _normalise(cells[0][2]):  # a row is about its first column
-                for header, _, value in cells[1:]:
-                    yield from _scan(value, passage.source, subject=row_subject, header=header)
-            continue
-        for sentence in _SENTENCE_END.split(line):
-            yield from _scan(sentence, passage.source, subject=None)
-
-
-def _rivals(quantity: _Quantity, others: list[_Quantity]) -> list[_Quantity]:
-    """The statements in another source that say the same kind of thing as `quantity`.
-
-    Different stated periods or table headers rule a pair out; among the rest, the ones that
-    match most specifically win, so a "$15 per month" is weighed against a monthly price and not
-    against a one-off setup fee in the same row.
+    ``evidence`` is per passage number; planted instructions are left out of it, so a sentence
+    only they back is not grounded.
     """
-
-    def fits(a: str | None, b: str | None) -> bool:
-        return a is None or b is None or a == b
-
-    def score(o: _Quantity) -> int:
-        return (o.period is not None and o.period == quantity.period) + (
-            o.aspect is not None and o.aspect == quantity.aspect
-        )
-
-    comparable = [o for o in others if fits(o.period, quantity.period) and fits(o.aspect, quantity.aspect)]
-    best = max(map(score, comparable), default=0)
-    return [o for o in comparable if score(o) == best]
+    cited = [evidence[n] for n in cited_numbers(sentence) if n in evidence] or list(evidence.values())
+    known = frozenset().union(*(e.terms for e in cited))
+    stated = frozenset().union(*(e.numbers for e in cited))
+    claim = CITATION.sub(" ", sentence)
+    terms = _content_terms(claim)
+    share = len(terms & known) / len(terms) if terms else 1.0
+    missing = tuple(sorted(_numbers(claim) - stated))
+    return Support(sentence=sentence, share=round(share, 3), missing_numbers=missing)
 
 
-def find_conflicts(passages: Sequence[PassageRef]) -> list[Conflict]:
-    """Same subject and unit, different values, in different documents.
-
-    A document may legitimately state several values (monthly and yearly, several plans), so a
-    number only conflicts when the other document states comparable numbers and none agrees.
-    """
-    groups: dict[tuple[str, str], list[_Quantity]] = defaultdict(list)
-    for passage in passages:
-        for quantity in _quantities(passage):
-            groups[(quantity.subject, quantity.unit)].append(quantity)
-
-    conflicts: list[Conflict] = []
-    for (subject, _unit), quantities in groups.items():
-        involved: dict[str, dict[str, None]] = defaultdict(dict)  # source -> values, ordered set
-        for quantity in quantities:
-            for source in dict.fromkeys(q.source for q in quantities if q.source != quantity.source):
-                rivals = _rivals(quantity, [q for q in quantities if q.source == source])
-                if rivals and all(r.amount != quantity.amount for r in rivals):
-                    involved[quantity.source][quantity.raw] = None
-                    involved[source].update(dict.fromkeys(r.raw for r in rivals))
-        if len(involved) > 1:
-            conflicts.append(Conflict(subject, {src: list(vals) for src, vals in involved.items()}))
-    return conflicts
+def weakest_support(answer: str, passages: Sequence[PassageRef]) -> Support | None:
+    """The least supported sentence of an answer: it decides whether the answer is grounded."""
+    evidence = {p.n: Evidence.of(p) for p in passages}
+    supports = [sentence_support(s, evidence) for s in answer_sentences(answer)]
+    return min(supports, key=lambda s: s.value, default=None)
 
 
 # --- all flags for one answer ------------------------------------------------------------------
@@ -217,27 +195,64 @@ def evaluate(
     refused: bool,
     cited: Sequence[int] | None = None,
     question: str | None = None,
+    suspicions: Sequence[str] = (),
+    low_confidence: str | None = None,
+    read_all: bool = False,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
-    A refusal cites nothing and states no facts, so citations and conflicts are only judged on
-    real answers. `cited` lets the generator pass the numbers it already parsed. With `question`,
-    a conflict counts only when its subject is named in the question or the answer: two prices of
-    the Pro plan in the passages do not make an answer about storage doubtful.
+    A refusal cites nothing and states no facts, so citations, conflicts and grounding are only
+    judged on real answers. `cited` lets the generator pass the numbers it already parsed. With
+    `question`, a conflict counts only when its subject is named in the question or the answer:
+    two prices of the Pro plan in the passages do not make an answer about storage doubtful.
+    Planted instructions never count as a source's statement. A passage holding one raises
+    `injection_suspected` when the answer drew on it: cited it, or, with `read_all` (a model
+    answered), was given it at all; so does a stage's suspicion (`suspicions`). `low_confidence` is the
+    retriever's reason when the passages only just passed the collection's threshold.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
     flags["refused"] = refused
+
+    # An extractive answer draws only on what it cites; a model read every passage it was given.
+    drawn_on = set(citation_numbers(answer) if cited is None else cited)
+    planted = [p for p in passages if p.injection_spans and (read_all or p.n in drawn_on)]
+    if suspicions or planted:
+        flags["injection_suspected"] = True
+        details["injection_suspected"] = {
+            "suspicions": list(suspicions),
+            "passages": [{"n": p.n, "source": p.source, "section": p.section, "page": p.page} for p in planted],
+        }
+
     if not refused:
         numbers = citation_numbers(answer) if cited is None else cited
         invalid, why = _citation_verdict(numbers, (p.n for p in passages))
         if invalid:
             flags["citation_invalid"], details["citation_invalid"] = True, why
-        conflicts = find_conflicts(passages)
-        if question is not None:
-            asked = f"{question} {answer}".lower()
-            conflicts = [c for c in conflicts if all(word in asked for word in c.subject.split())]
+        conflicts = relevant_conflicts(passages, question, answer)
         if conflicts:
             flags["conflicting_sources"] = True
             details["conflicting_sources"] = [{"subject": c.subject, "values": c.values} for c in conflicts]
+        weakest = weakest_support(answer, passages)
+        if weakest is not None and weakest.value < UNGROUNDED_BELOW:
+            flags["ungrounded"] = True
+            details["ungrounded"] = {
+                "sentence": weakest.sentence,
+                "support": weakest.share,
+                "missing_numbers": list(weakest.missing_numbers),
+            }
+        reasons = [low_confidence] if low_confidence else []
+        if weakest is not None and UNGROUNDED_BELOW <= weakest.value < MARGINAL_BELOW:
+            reasons.append(f"the weakest sentence is only marginally supported ({weakest.share:.2f} of its words)")
+        if reasons:
+            flags["low_confidence"], details["low_confidence"] = True, "; ".join(reasons)
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
+
+
+def relevant_conflicts(passages: Sequence[PassageRef], question: str | None, answer: str) -> list[Conflict]:
+    """Conflicts between the passages' own statements (planted text excluded) that the exchange is about."""
+    conflicts = find_conflicts([PassageRef(p.n, p.source, p.section, p.page, p.clean_text) for p in passages])
+    if question is None:
+        return conflicts
+    asked = f"{question} {answer}".lower()
+    return [c for c in conflicts if all(word in asked for word in c.subject.split())]

@@ -32,7 +32,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from tqdm import tqdm
 
-from rag_common.vectors import valid_collection
+from rag_common.names import COLLECTION_RULE, valid_collection
 from rag_devrun.corpus import LoadResult, corpus_files, load_corpus
 from rag_evaluator.scoring import (
     AnswerScores,
@@ -74,6 +74,8 @@ GATEABLE_METRICS = (
     "answers.keyword_recall",
     "answers.flag_accuracy",
     "answers.tier_accuracy",
+    "answers.injection_accuracy",
+    "answers.rewrite_accuracy",
 )
 
 
@@ -108,6 +110,7 @@ class _TurnIn(BaseModel):
     expected_flags: dict[str, bool] = Field(default_factory=dict)
     expected_tier: Literal["fast", "strong", "greeting"] | None = None
     out_of_scope: bool = False
+    expected_rewrite: list[str] = Field(default_factory=list)
 
 
 class _ItemIn(BaseModel):
@@ -171,6 +174,7 @@ def _expectations(turn: _TurnIn) -> Expectations:
         expected_flags=dict(turn.expected_flags),
         expected_tier=turn.expected_tier,
         out_of_scope=turn.out_of_scope,
+        expected_rewrite=tuple(turn.expected_rewrite),
     )
 
 
@@ -421,6 +425,7 @@ def observed(body: Mapping[str, Any]) -> Observed:
         flags=flags,
         tier=(body.get("route") or {}).get("tier"),
         passages=passages,
+        rewritten_question=body.get("rewritten_question"),
     )
 
 
@@ -454,6 +459,7 @@ class ItemDetail(BaseModel):
     latency_ms: float
     timings_ms: dict[str, float]
     error: str | None
+    rewritten_question: str | None = None  # the standalone form of a follow-up, as the system searched
 
 
 class LatencySummary(BaseModel):
@@ -546,6 +552,7 @@ def _detail(outcome: Outcome, basename_only: bool) -> tuple[ItemDetail, Retrieva
     detail = ItemDetail(
         **base,
         answer=seen.answer,
+        rewritten_question=seen.rewritten_question,
         refused=seen.refused,
         flagged=seen.flagged,
         flags=dict(seen.flags),
@@ -940,7 +947,7 @@ async def run_evaluation(options: EvalOptions, say: Callable[[str], None] | None
     if options.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     if options.collection is not None and not valid_collection(options.collection):
-        raise UsageError(f"--collection {options.collection!r}: use 1-63 lowercase letters, digits, '-' or '_'")
+        raise UsageError(f"--collection {options.collection!r}: use {COLLECTION_RULE}")
     dataset = load_dataset(options.dataset)
     async with system_under_test(options, say) as base_url:
         report = await evaluate(base_url, dataset, options)

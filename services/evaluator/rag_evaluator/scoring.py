@@ -68,6 +68,9 @@ class Expectations:
     expected_flags: Mapping[str, bool] = field(default_factory=dict)
     expected_tier: str | None = None
     out_of_scope: bool = False
+    # Words the standalone form of a follow-up must contain ("Business" for "And how much does it
+    # cost?" after a question about the Business plan); empty: not checked.
+    expected_rewrite: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class Observed:
     flags: Mapping[str, bool]
     tier: str | None
     passages: tuple[RetrievedPassage, ...]
+    rewritten_question: str | None = None
 
 
 # --- matching ----------------------------------------------------------------------------------
@@ -301,6 +305,14 @@ class AnswerScores:
     disallowed_found: tuple[str, ...] | None  # None: no disallowed keywords listed
     flags_correct: bool | None
     tier_correct: bool | None
+    injection_correct: bool | None = None  # None: the item does not say whether it is an injection
+    rewrite_correct: bool | None = None  # None: the item expects no rewrite
+
+
+def rewrite_matches(rewritten: str | None, words: Sequence[str]) -> bool:
+    """Whether the follow-up was made standalone with every expected word (case-insensitive)."""
+    text = (rewritten or "").lower()
+    return bool(text) and all(w.lower() in text for w in words)
 
 
 def score_answer(expect: Expectations, seen: Observed) -> AnswerScores:
@@ -316,6 +328,12 @@ def score_answer(expect: Expectations, seen: Observed) -> AnswerScores:
         else None,
         flags_correct=flags_match(seen.flags, expect.expected_flags) if expect.expected_flags else None,
         tier_correct=(seen.tier == expect.expected_tier) if expect.expected_tier else None,
+        injection_correct=flags_match(seen.flags, {"injection_suspected": expect.expected_flags["injection_suspected"]})
+        if "injection_suspected" in expect.expected_flags
+        else None,
+        rewrite_correct=rewrite_matches(seen.rewritten_question, expect.expected_rewrite)
+        if expect.expected_rewrite
+        else None,
     )
 
 
@@ -335,6 +353,8 @@ class AnswerSummary:
     disallowed_violation_rate: float | None
     flag_accuracy: float | None
     tier_accuracy: float | None
+    injection_accuracy: float | None = None
+    rewrite_accuracy: float | None = None
 
 
 def _share(values: Sequence[bool | None]) -> float | None:
@@ -354,6 +374,8 @@ def summarize_answers(scores: Sequence[AnswerScores]) -> AnswerSummary:
         disallowed_violation_rate=_share(violations),
         flag_accuracy=_share([s.flags_correct for s in scores]),
         tier_accuracy=_share([s.tier_correct for s in scores]),
+        injection_accuracy=_share([s.injection_correct for s in scores]),
+        rewrite_accuracy=_share([s.rewrite_correct for s in scores]),
     )
 
 

@@ -2,26 +2,100 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
+import numpy as np
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from prometheus_client import Counter, Histogram
 
 from rag_common import subjects
 from rag_common.broker import make_broker
+from rag_common.conflicts import find_conflicts
+from rag_common.embedding import Embedder, get_embedder
+from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
 from rag_common.messages import AnswerDelta, QueryDrafted, QueryRetrieved, Usage, advance, new_id
-from rag_common.stage import prepare_jetstream, publish_delta, publish_stage, register_ping, register_query_stage
+from rag_common.stage import (
+    prepare_jetstream,
+    publish_delta,
+    publish_stage,
+    register_ping,
+    register_query_stage,
+    serve_health,
+)
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_generator.citations import citations_for, extractive_answer
+from rag_common.texts import check_collections_file, collection_texts
+from rag_generator.citations import citations_for, is_refusal
+from rag_generator.extractive import SentenceScorer, extractive_answer
 from rag_generator.llm import stream_completion
-from rag_generator.prompting import REFUSAL, build_messages, new_salt
+from rag_generator.prompting import build_messages, new_salt
 from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"
+LLM_REFUSAL_REASON = "the model found no answer in the passages"
+OUTPUT_CHECK_REASON = "the model's answer failed the injection output check and was withheld"
+
+log = logging.getLogger(__name__)
+
+
+def embedding_scorer(embedder: Embedder) -> SentenceScorer:
+    """Cosine similarity of each sentence to the question, with the model the index was built with."""
+
+    def score(question: str, sentences: Sequence[str]) -> list[float]:
+        vectors = np.asarray(embedder.embed_dense([question, *sentences]), dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return [float(x) for x in vectors[1:] @ vectors[0]]
+
+    return score
+
 
 DeltaSink = Callable[[QueryRetrieved, AnswerDelta], Awaitable[None]]
+
+LLM_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
+
+
+class LLMMetrics:
+    """Tokens, cost, latency and errors per model; every configured model starts at 0."""
+
+    def __init__(self, telemetry: ServiceTelemetry, models: Sequence[str]) -> None:
+        registry = telemetry.registry
+        self.tokens = Counter(
+            "rag_llm_tokens_total", "LLM tokens by model and direction", ["model", "direction"], registry=registry
+        )
+        self.cost = Counter(
+            "rag_llm_cost_usd_total",
+            "LLM cost in USD by model (LiteLLM prices)",
+            ["model"],
+            registry=registry,
+        )
+        self.requests = Counter(
+            "rag_llm_requests_total",
+            "LLM calls by model and outcome",
+            ["model", "outcome"],
+            registry=registry,
+        )
+        self.seconds = Histogram(
+            "rag_llm_request_duration_seconds",
+            "LLM call latency (the whole stream) by model",
+            ["model"],
+            buckets=LLM_BUCKETS,
+            registry=registry,
+        )
+        for model in models:
+            self.declare(model)
+
+    def declare(self, model: str) -> None:
+        for direction in ("input", "output"):
+            self.tokens.labels(model, direction)
+        self.cost.labels(model)
+        for outcome in ("ok", "error"):
+            self.requests.labels(model, outcome)
+        self.seconds.labels(model)
 
 
 class Generator:
@@ -46,6 +120,26 @@ class Generator:
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
+        # The embedding model ranks extractive sentences; set at start-up (None: words only).
+        self.scorer: SentenceScorer | None = None
+        self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
+
+    def extract(self, query: QueryRetrieved) -> str:
+        """The extractive answer: planted instructions never quoted, disagreements said in words."""
+        excluded = {p.n: p.injection_spans for p in query.passages if p.injection_spans}
+        masked = [
+            p.model_copy(update={"text": strip_spans(p.text, p.injection_spans)}) if p.injection_spans else p
+            for p in query.passages
+        ]
+        return extractive_answer(
+            query.rewritten_question or query.question,
+            query.passages,
+            max_sentences=self.settings.extractive_sentences,
+            scorer=self.scorer,
+            max_scored=self.settings.scored_sentences,
+            conflicts=find_conflicts(masked),
+            excluded=excluded,
+        )
 
     async def draft(self, query: QueryRetrieved) -> QueryDrafted:
         attempt = new_id()
@@ -58,27 +152,54 @@ class Generator:
 
         route = query.route
         usage = Usage()
+        texts = collection_texts(self.settings.collections_file, query.collection)
+        refused, reason = query.refused, query.refusal_reason
+        suspicions = list(query.suspicions)
         if query.refused or not query.passages:
-            answer, model = REFUSAL, "none"
+            answer, model = texts.refusal, "none"
+            refused, reason = True, reason or "no passages"
             await emit(answer)
         else:
             model_name = self.settings.model_for(route.tier)
             if model_name is None:
-                answer, model = (
-                    extractive_answer(query.question, query.passages, self.settings.extractive_sentences),
-                    EXTRACTIVE,
-                )
+                answer, model = await asyncio.to_thread(self.extract, query), EXTRACTIVE
                 for line in answer.splitlines(keepends=True):
                     await emit(line)
             else:
-                messages = build_messages(query.question, query.passages, new_salt(), query.selected_text)
+                question = query.rewritten_question or query.question
+                salt = new_salt()
+                messages = build_messages(question, query.passages, salt, query.selected_text, texts.refusal)
                 started = time.perf_counter()
+                metrics = self.llm_metrics
                 with self.telemetry.tracer.start_as_current_span("llm.completion") as span:
                     span.set_attribute("llm.model", model_name)
-                    completion = await stream_completion(self.settings, model_name, messages, emit)
+                    try:
+                        completion = await stream_completion(self.settings, model_name, messages, emit)
+                    except Exception:
+                        metrics.requests.labels(model_name, "error").inc()
+                        metrics.seconds.labels(model_name).observe(time.perf_counter() - started)
+                        raise
                     span.set_attribute("llm.output_tokens", completion.usage.output_tokens)
-                query.timings_ms["llm"] = round((time.perf_counter() - started) * 1000, 3)
+                elapsed = time.perf_counter() - started
+                metrics.requests.labels(completion.model, "ok").inc()
+                metrics.seconds.labels(completion.model).observe(elapsed)
+                metrics.tokens.labels(completion.model, "input").inc(completion.usage.input_tokens)
+                metrics.tokens.labels(completion.model, "output").inc(completion.usage.output_tokens)
+                metrics.cost.labels(completion.model).inc(completion.usage.cost_usd)
+                query.timings_ms["llm"] = round(elapsed * 1000, 3)
                 answer, model, usage = completion.text.strip(), completion.model, completion.usage
+                # The refusal text is in the system prompt on purpose: saying it is no leak.
+                leaks = check_output(
+                    answer.replace(texts.refusal, " "),
+                    system_prompt=messages[0]["content"].replace(texts.refusal, " "),
+                    salt=salt,
+                )
+                if leaks:
+                    # Tokens already streamed cannot be taken back; the final answer withholds them.
+                    suspicions = [*suspicions, *(f"output: {leak}" for leak in leaks)]
+                    answer, refused, reason = INJECTION_REFUSAL, True, OUTPUT_CHECK_REASON
+                elif is_refusal(answer, texts.refusal):
+                    refused, reason = True, LLM_REFUSAL_REASON
         route = route.model_copy(update={"model": model})
         return advance(
             QueryDrafted,
@@ -86,12 +207,15 @@ class Generator:
             route=route,
             answer=answer,
             model=model,
-            citations=citations_for(answer, query.passages),
+            citations=[] if refused else citations_for(answer, query.passages),
             usage=usage,
+            refused=refused,
+            refusal_reason=reason,
+            suspicions=suspicions,
         )
 
 
-def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> tuple[NatsBroker, Generator]:
     broker = make_broker(settings, telemetry)
     generator = Generator(settings, broker, telemetry)
 
@@ -109,7 +233,6 @@ def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> Na
         consumer=subjects.GENERATOR_CONSUMER,
         model=QueryRetrieved,
         work=on_retrieved,
-        ack_wait=max(settings.query_ack_wait_s, settings.timeout_s * (settings.num_retries + 1) + 10),
     )
 
     async def check() -> dict[str, str]:
@@ -119,17 +242,28 @@ def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> Na
         }
 
     register_ping(broker, "generator", check)
-    return broker
+    return broker, generator
 
 
 def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("generator")
-    broker = build_broker(settings, telemetry)
+    broker, generator = build_broker(settings, telemetry)
     app = FastStream(broker)
 
     @app.on_startup
     async def startup() -> None:
+        check_collections_file(settings.collections_file)
+        if settings.configured_models():
+            # litellm takes seconds to import: pay that at start-up, not on the first question.
+            await asyncio.to_thread(importlib.import_module, "litellm")
+        if settings.sentence_scoring:
+            embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+            generator.scorer = embedding_scorer(embedder)
         await prepare_jetstream(broker, settings)
-        telemetry.serve_metrics(settings.metrics_host, settings.metrics_port)
+        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
+
+    @app.after_shutdown
+    async def stop_health() -> None:
+        telemetry.stop_serving()
 
     return app

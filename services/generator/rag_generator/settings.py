@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, field_validator
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
@@ -24,6 +26,13 @@ class GeneratorSettings(ServiceSettings):
     timeout_s: float = Field(60.0, gt=0)
     num_retries: int = Field(2, ge=0, le=10)
     extractive_sentences: int = Field(3, ge=1, le=10)
+    sentence_scoring: bool = Field(
+        True, description="rank extractive sentences with the embedding model too (else words only)"
+    )
+    scored_sentences: int = Field(
+        12, ge=1, le=200, description="sentences the embedding model re-scores per extractive answer (cost bound)"
+    )
+    model_dir: Path | None = Field(None, validation_alias=AliasChoices("RAG_MODEL_DIR"))
     metrics_port: int = 9104
 
     @field_validator("model_fast", "model_strong", "api_base", mode="before")
@@ -31,6 +40,15 @@ class GeneratorSettings(ServiceSettings):
     def _blank_is_unset(cls, value: object) -> object:
         """``RAG_GENERATOR_MODEL_FAST=`` (empty, as compose passes it) means "not configured"."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def resolved_model_dir(self) -> Path:
+        return self.model_dir or self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
+
+    def configured_models(self) -> list[str]:
+        """Every LiteLLM model string this generator may call (tiers, then fallbacks)."""
+        found = [m for m in (self.model_fast, self.model_strong, *self.fallbacks) if m]
+        return list(dict.fromkeys(found))
 
     def model_for(self, tier: str) -> str | None:
         """The model of a tier, falling back to the other tier's; None means extractive."""

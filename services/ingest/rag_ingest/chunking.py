@@ -3,7 +3,9 @@
 Structure comes first: a chunk never spans two heading paths or two pages, so a retrieved
 passage reads as one coherent piece and its citation (section, page) is exact. Only a block too
 long for the embedding model is cut into overlapping token windows. Sizes are measured with the
-caller's `count_tokens`, so they match what the embedding model actually sees.
+caller's `count_tokens`, so they match what the embedding model actually sees, and in characters
+too: a word-piece tokenizer reads any run of over 100 characters without a space as one unknown
+token, so a token bound alone would let a 5 MB line become one 5 MB chunk.
 """
 
 import hashlib
@@ -55,8 +57,11 @@ def chunk_blocks(
     max_tokens: int = 200,
     overlap_tokens: int = 40,
     min_tokens: int = 24,
+    max_chars: int = 2000,
 ) -> list[Chunk]:
     """Pack blocks into chunks of at most `max_tokens` (FAQ pairs excepted), in document order.
+
+    No chunk, FAQ pairs included, is longer than `max_chars` characters.
 
     Blocks of the same kind under the same heading path and page are packed together; a longer
     block becomes windows overlapping by `overlap_tokens`; FAQ pairs stay whole and alone; a chunk
@@ -68,6 +73,9 @@ def chunk_blocks(
         raise ValueError(f"overlap_tokens must be >= 0 and < max_tokens, got {overlap_tokens}")
     if not 0 <= min_tokens <= max_tokens:
         raise ValueError(f"min_tokens must be >= 0 and <= max_tokens, got {min_tokens}")
+    if max_chars < 2 * max_tokens:
+        raise ValueError(f"max_chars must be at least 2 * max_tokens, got {max_chars}")
+    limits = _Limits(max_tokens, overlap_tokens, max_chars, max_chars * overlap_tokens // max_tokens)
 
     drafts: list[_Draft] = []
     for block in blocks:
@@ -78,20 +86,20 @@ def chunk_blocks(
         last = drafts[-1] if drafts else None
         if last and kind != "faq" and (last.kind, last.path, last.page) == (kind, path, page):
             packed = last.text + _separator(kind, kind) + text
-            tokens = count_tokens(packed)
+            tokens = count_tokens(packed) if len(packed) <= max_chars else max_tokens + 1
             if tokens <= max_tokens:
                 drafts[-1] = _Draft(packed, path, page, kind, tokens)
                 continue
-        tokens = count_tokens(text)
-        if kind == "faq" or tokens <= max_tokens:
+        tokens = count_tokens(text) if len(text) <= max_chars else max_tokens + 1
+        if len(text) <= max_chars and (kind == "faq" or tokens <= max_tokens):
             drafts.append(_Draft(text, path, page, kind, tokens))
         else:
             drafts.extend(
                 _Draft(window, path, page, kind, count_tokens(window))
-                for window in _windows(text, count_tokens, max_tokens, overlap_tokens)
+                for window in _windows(text, count_tokens, limits)
             )
 
-    drafts = _merge_tiny(drafts, count_tokens, max_tokens, min_tokens)
+    drafts = _merge_tiny(drafts, count_tokens, max_tokens, min_tokens, max_chars)
     return [
         Chunk(
             text=draft.text,
@@ -110,29 +118,41 @@ def _separator(first_kind: str, second_kind: str) -> str:
     return "\n" if first_kind == second_kind == "table" else "\n\n"
 
 
-def _windows(text: str, count_tokens: TokenCounter, max_tokens: int, overlap_tokens: int) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    max_tokens: int
+    overlap_tokens: int
+    max_chars: int
+    overlap_chars: int
+
+
+def _windows(text: str, count_tokens: TokenCounter, limits: _Limits) -> list[str]:
     """Cut text into windows of at most max_tokens on word boundaries, preferring sentence ends.
 
     Each window after the first starts with the longest run of the previous window's last
     words that fits in overlap_tokens, so a fact cut at a boundary is whole in one of them.
+    Windows and overlaps are bounded in characters as well (``max_chars``, ``overlap_chars``).
     """
     spans = [match.span() for match in _WORD.finditer(text)]
+    max_tokens, overlap_tokens = limits.max_tokens, limits.overlap_tokens
 
-    def size(first: int, last: int) -> int:
-        return count_tokens(text[spans[first][0] : spans[last][1]])
+    def size(first: int, last: int, char_limit: int) -> int:
+        """Tokens of words first..last, or more than any bound when over char_limit (not counted)."""
+        begin, end = spans[first][0], spans[last][1]
+        return count_tokens(text[begin:end]) if end - begin <= char_limit else max_tokens + 1
 
     windows: list[str] = []
     start = 0
     while start < len(spans):
         begin, end = spans[start]
-        if end - begin > 1 and size(start, start) > max_tokens:
-            spans[start : start + 1] = _split_word(text, begin, end, count_tokens, max_tokens)
+        if end - begin > 1 and size(start, start, limits.max_chars) > max_tokens:
+            spans[start : start + 1] = _split_word(text, begin, end, count_tokens, max_tokens, limits.max_chars)
             continue
         # Largest last word that fits; every word is at least one token, which bounds the search.
         low, high = start, min(len(spans), start + max_tokens) - 1
         while low < high:
             middle = (low + high + 1) // 2
-            if size(start, middle) <= max_tokens:
+            if size(start, middle, limits.max_chars) <= max_tokens:
                 low = middle
             else:
                 high = middle - 1
@@ -149,7 +169,7 @@ def _windows(text: str, count_tokens: TokenCounter, max_tokens: int, overlap_tok
         low, high = start + 1, last + 1
         while low < high:
             middle = (low + high) // 2
-            if size(middle, last) <= overlap_tokens:
+            if size(middle, last, limits.overlap_chars) <= overlap_tokens:
                 high = middle
             else:
                 low = middle + 1
@@ -157,11 +177,19 @@ def _windows(text: str, count_tokens: TokenCounter, max_tokens: int, overlap_tok
     return windows
 
 
-def _split_word(text: str, begin: int, end: int, count_tokens: TokenCounter, max_tokens: int) -> list[tuple[int, int]]:
-    """Character spans of an over-long "word" (a URL, a base64 blob) that each fit max_tokens."""
+def _split_word(
+    text: str, begin: int, end: int, count_tokens: TokenCounter, max_tokens: int, max_chars: int
+) -> list[tuple[int, int]]:
+    """Character spans of an over-long "word" (a URL, a base64 blob) that each fit both bounds.
+
+    Each piece is searched for within its first max_chars characters only, so a word of any
+    length is split in time linear in its length.
+    """
     pieces: list[tuple[int, int]] = []
     while begin < end:
-        low, high = begin + 1, end
+        low, high = begin + 1, min(end, begin + max_chars)
+        if count_tokens(text[begin:high]) <= max_tokens:  # the usual case for an [UNK] run
+            low = high
         while low < high:
             middle = (low + high + 1) // 2
             if count_tokens(text[begin:middle]) <= max_tokens:
@@ -173,7 +201,9 @@ def _split_word(text: str, begin: int, end: int, count_tokens: TokenCounter, max
     return pieces
 
 
-def _merge_tiny(drafts: list[_Draft], count_tokens: TokenCounter, max_tokens: int, min_tokens: int) -> list[_Draft]:
+def _merge_tiny(
+    drafts: list[_Draft], count_tokens: TokenCounter, max_tokens: int, min_tokens: int, max_chars: int
+) -> list[_Draft]:
     """Join each chunk under min_tokens to its previous, else its next, same-section neighbour.
 
     A heading with one short line would otherwise become a chunk too small to retrieve well.
@@ -189,7 +219,7 @@ def _merge_tiny(drafts: list[_Draft], count_tokens: TokenCounter, max_tokens: in
             and (previous.path, previous.page) == (draft.path, draft.page)
         ):
             text = previous.text + _separator(previous.kind, draft.kind) + draft.text
-            tokens = count_tokens(text)
+            tokens = count_tokens(text) if len(text) <= max_chars else max_tokens + 1
             if tokens <= max_tokens:
                 kind = previous.kind if previous.tokens >= draft.tokens else draft.kind
                 merged[-1] = _Draft(text, draft.path, draft.page, kind, tokens)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
+import charset_normalizer
 from pypdf import PdfReader
 
 from rag_common.formats import SUPPORTED_EXTENSIONS
@@ -42,6 +43,9 @@ class UnsupportedFileType(ValueError):
 # Share of control characters above which decoded bytes are treated as binary, not text.
 _MAX_CONTROL_SHARE = 0.1
 _MAX_HEADING_CHARS = 80
+_MAX_MARKDOWN_HEADING_CHARS = 300
+# Unicode category Cc less the whitespace controls (tab, newline, vertical tab, form feed, return).
+_CONTROL_CHARS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 _ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -69,18 +73,29 @@ def document_format(filename: str) -> str:
         ) from None
 
 
-def parse_document(filename: str, data: bytes) -> list[Block]:
+def parse_document(
+    filename: str, data: bytes, *, pdf_headings: bool = False, code_comment_headings: bool = True
+) -> list[Block]:
     """Parse a file into blocks in document order.
+
+    ``pdf_headings``: find headings inside PDF pages (short title-like lines after a sentence end)
+    and carry the current heading over to the next page, instead of only a page's first line.
+    ``code_comment_headings=False``: in Markdown, a level-1 heading that comes after a deeper heading
+    is read as text. Documents whose code lost its fences have Python comments (``# Embed the
+    documents``) that would otherwise relabel the rest of a section; a document's title is its first
+    level-1 heading.
 
     Raises UnsupportedFileType for an unknown extension and ParseError when the bytes cannot
     be read as that format or hold no text, so the caller can report the reason to the user.
     """
     fmt = document_format(filename)
     if fmt == "pdf":
-        blocks = _parse_pdf(data)
+        blocks = _parse_pdf(data, headings=pdf_headings)
     else:
         text = _decode_text(data)
-        sections = _markdown_sections(text) if fmt == "markdown" else _text_sections(text)
+        sections = (
+            _markdown_sections(text, late_titles=code_comment_headings) if fmt == "markdown" else _text_sections(text)
+        )
         blocks = [block for section in sections for block in _section_blocks(section)]
     if not blocks:
         raise ParseError("document has no text")
@@ -88,41 +103,133 @@ def parse_document(filename: str, data: bytes) -> list[Block]:
 
 
 def _decode_text(data: bytes) -> str:
-    """Decode text bytes, tolerating legacy encodings but refusing binary files."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            text = data.decode("utf-16")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"invalid UTF-16 text: {exc}") from exc
-    elif b"\x00" in data:
-        raise ParseError("file contains NUL bytes: it looks like binary data, not text")
-    else:
-        text = ""
-        # cp1252 before latin-1: Windows text uses 0x80-0x9f for quotes and dashes, which
-        # latin-1 would turn into invisible control characters. latin-1 never fails.
-        for encoding in ("utf-8-sig", "cp1252", "latin-1"):
-            try:
-                text = data.decode(encoding)
-                break
-            except UnicodeDecodeError:
-                continue
-    controls = sum(1 for ch in text if ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc")
+    """Decode text bytes in whatever encoding they came in, but refuse binary files."""
+    text = _decode(data)
+    controls = len(_CONTROL_CHARS.findall(text))
     if controls > _MAX_CONTROL_SHARE * len(text):
         raise ParseError("file is mostly control characters: it looks like binary data, not text")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _markdown_sections(text: str) -> list[Section]:
-    """Split markdown into (heading path, body lines) on ATX headings outside code fences."""
+# UTF-32's little-endian BOM starts with UTF-16's: the longer marks are tried first.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_SAMPLE_BYTES = 64 * 1024
+_MIN_NON_ASCII_BYTES = 8
+
+
+def _decode(data: bytes) -> str:
+    """BOM, then UTF-16/32 without a BOM, then UTF-8, then a detected legacy encoding."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise ParseError(f"invalid {encoding.upper()} text after its byte-order mark: {exc}") from exc
+    # Before UTF-8: UTF-32 and UTF-16 of Cyrillic or Greek can be all bytes under 0x80.
+    wide = _decode_wide_without_bom(data) if b"\x00" in data else None
+    if wide is not None:
+        return wide
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    if b"\x00" in data:
+        raise ParseError("file contains NUL bytes: it looks like binary data, not text")
+    return _decode_legacy(data)
+
+
+def _decode_wide_without_bom(data: bytes) -> str | None:
+    """UTF-32 or UTF-16 recognised by where the zero bytes of mostly Latin text fall."""
+    sample = data[: _SAMPLE_BYTES - _SAMPLE_BYTES % 4]
+    if len(sample) < 4:
+        return None
+
+    def zeros(offset: int, step: int) -> float:
+        column = sample[offset::step]
+        return column.count(0) / len(column)
+
+    candidates = []
+    if len(data) % 4 == 0:
+        if zeros(2, 4) > 0.95 and zeros(3, 4) > 0.95:
+            candidates.append("utf-32-le")
+        if zeros(0, 4) > 0.95 and zeros(1, 4) > 0.95:
+            candidates.append("utf-32-be")
+    if len(data) % 2 == 0:
+        if zeros(1, 2) > 0.3 and zeros(0, 2) < 0.05:
+            candidates.append("utf-16-le")
+        if zeros(0, 2) > 0.3 and zeros(1, 2) < 0.05:
+            candidates.append("utf-16-be")
+    for encoding in candidates:
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def _decode_legacy(data: bytes) -> str:
+    """A legacy 8-bit or multibyte encoding (Shift-JIS, GB18030, cp1251...), detected.
+
+    charset-normalizer names non-Latin encodings well but cannot tell Western code pages apart
+    (it reads latin-1 "naïve" as cp1250 "naďve", or on six bytes even as Arabic). Its guess is
+    taken when cp1252 cannot decode the bytes, or when the guess reads at least a few non-ASCII
+    bytes as mostly non-Latin letters; otherwise cp1252 (the common Windows code page) decides,
+    and latin-1 (which never fails) is the last resort.
+    """
+    try:
+        western: str | None = data.decode("cp1252")
+    except UnicodeDecodeError:
+        western = None
+    sample = data[:_SAMPLE_BYTES] if len(data) > 4 * _SAMPLE_BYTES else data
+    best = charset_normalizer.from_bytes(sample).best()
+    if best is not None and best.encoding:
+        enough = sum(1 for byte in sample if byte >= 0x80) >= _MIN_NON_ASCII_BYTES
+        if western is None or (enough and _mostly_non_latin(str(best))):
+            try:
+                return data.decode(best.encoding)
+            except (UnicodeDecodeError, LookupError):
+                pass
+    # cp1252 before latin-1: Windows text uses 0x80-0x9f for quotes and dashes, which latin-1
+    # would turn into invisible control characters.
+    return western if western is not None else data.decode("latin-1")
+
+
+def _mostly_non_latin(text: str) -> bool:
+    """Whether the letters outside ASCII are mostly of other scripts (kana, Cyrillic, Han...)."""
+    letters = [ch for ch in text[:20000] if ch.isalpha() and not ch.isascii()]
+    if not letters:
+        return False
+    latin = sum(1 for ch in letters if unicodedata.name(ch, "").startswith("LATIN"))
+    return latin < 0.5 * len(letters)
+
+
+def _markdown_sections(text: str, *, late_titles: bool = True) -> list[Section]:
+    """Split markdown into (heading path, body lines) on ATX headings outside code fences.
+
+    ``late_titles=False``: a level-1 heading after a deeper one is a body line, not a heading.
+    """
     stack: list[tuple[int, str]] = []
+    deeper = False
     sections: list[Section] = [((), [])]
     fence: str | None = None
     for line in _strip_front_matter(text).split("\n"):
         heading = _ATX_HEADING.match(line) if fence is None else None
+        if heading and not late_titles and deeper and len(heading.group(1)) == 1:
+            heading = None
         if heading:
             title = re.sub(r"(?:^|[ \t]+)#+$", "", heading.group(2) or "").strip()
+            if len(title) > _MAX_MARKDOWN_HEADING_CHARS:  # a "heading" that long is text, not a title
+                sections[-1][1].append(title)
+                continue
             if title:
                 level = len(heading.group(1))
+                deeper = deeper or level > 1
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 stack.append((level, title))
@@ -280,8 +387,12 @@ def _serialise_row(headers: list[str], cells: list[str]) -> str:
     return "; ".join(parts)
 
 
-def _parse_pdf(data: bytes) -> list[Block]:
-    """Blocks per page; a short first line without a final period heads that page."""
+def _parse_pdf(data: bytes, *, headings: bool = False) -> list[Block]:
+    """Blocks per page (a chunk never spans two pages), running headers and footers removed.
+
+    Without ``headings`` a short first line without a final period heads its page; with it, every
+    title-like line heads what follows it, and a page that continues a section keeps its heading.
+    """
     if b"%PDF-" not in data[:1024]:
         raise ParseError("not a PDF file: the %PDF- header is missing")
     try:
@@ -294,11 +405,19 @@ def _parse_pdf(data: bytes) -> list[Block]:
         raise ParseError("PDF is password-protected; upload an unencrypted copy")
     if not any(text.strip() for text in pages):
         raise ParseError("PDF has no extractable text (scanned pages need OCR, not supported)")
+    page_lines = strip_running_lines(
+        [[line.strip() for line in text.replace("\r", "\n").split("\n")] for text in pages]
+    )
     blocks: list[Block] = []
-    for number, page_text in enumerate(pages, start=1):
-        lines = [line.strip() for line in page_text.replace("\r", "\n").split("\n")]
+    carried: tuple[str, ...] = ()
+    for number, lines in enumerate(page_lines, start=1):
         first = next((i for i, line in enumerate(lines) if line), None)
         if first is None:
+            continue
+        if headings:
+            for section_path, body in _pdf_sections(lines, carried):
+                blocks.extend(_body_blocks(body, section_path, number))
+                carried = section_path
             continue
         heading = lines[first]
         path: tuple[str, ...] = ()
@@ -307,3 +426,60 @@ def _parse_pdf(data: bytes) -> list[Block]:
             path, lines = (heading,), rest
         blocks.extend(_body_blocks(lines, path, number))
     return blocks
+
+
+_RUNNING_EDGE = 3  # lines at the top and bottom of a page that may be a running header or footer
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?\d+(?:\s*(?:of|/)\s*\d+)?$", re.IGNORECASE)
+
+
+def strip_running_lines(pages: list[list[str]]) -> list[list[str]]:
+    """Drop running headers and footers: a line near the top or bottom of a page that recurs (digits
+    ignored, so "Page 3 of 9" matches "Page 4 of 9") on at least half the pages (three or more), and
+    bare page numbers. They would otherwise be part of every chunk and every page's heading."""
+
+    def key(line: str) -> str:
+        return re.sub(r"\d+", "#", line.lower())
+
+    def edges(lines: list[str]) -> list[int]:
+        filled = [i for i, line in enumerate(lines) if line]
+        return filled[:_RUNNING_EDGE] + filled[-_RUNNING_EDGE:]
+
+    counts: dict[str, int] = {}
+    for lines in pages:
+        for k in {key(lines[i]) for i in edges(lines)}:
+            counts[k] = counts.get(k, 0) + 1
+    limit = max(3, (len(pages) + 1) // 2)
+    running = {k for k, n in counts.items() if n >= limit}
+    cleaned = []
+    for lines in pages:
+        drop = {i for i in edges(lines) if key(lines[i]) in running or _PAGE_NUMBER.match(lines[i])}
+        cleaned.append([line for i, line in enumerate(lines) if i not in drop])
+    return cleaned
+
+
+def _pdf_title_line(line: str, previous: str) -> bool:
+    """A heading inside a PDF page: short, no sentence punctuation at its end, starts with a capital or
+    a digit, few words, and the line before it ended a sentence (or there is none): a wrapped
+    sentence's last words follow a line without a period."""
+    return (
+        0 < len(line) <= 60
+        and line[-1] not in ".,;:!?-"
+        and (line[0].isupper() or line[0].isdigit())
+        and len(line.split()) <= 8
+        and (not previous or previous[-1] in ".:!?")
+    )
+
+
+def _pdf_sections(lines: list[str], carried: tuple[str, ...]) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Split one page's lines at heading lines; text before the first heading keeps ``carried``."""
+    sections: list[tuple[tuple[str, ...], list[str]]] = [(carried, [])]
+    previous = ""
+    for index, line in enumerate(lines):
+        following = next((n for n in lines[index + 1 :] if n), "")
+        if line and following and _pdf_title_line(line, previous) and not _PAGE_NUMBER.match(line):
+            sections.append(((line,), []))
+        else:
+            sections[-1][1].append(line)
+        if line:
+            previous = line
+    return [(path, body) for path, body in sections if any(body)] or [(carried, [])]

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from opentelemetry import trace
 
 from rag_common.embedding import Embedder
+from rag_common.injection import find_instruction_spans
 from rag_common.messages import IngestRequested
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.parsing import parse_document
 from rag_ingest.settings import IngestSettings
+
+_SEPARATORS = re.compile(r"[_\-]+")
+_BOILERPLATE_HEADING = re.compile(
+    r"^(next steps?|what'?s next|get started( with .*)?|getting started|start building( with .*)?|"
+    r"dive deeper( into .*)?|see also|related( \w+)?|further reading|learn more|"
+    r"(additional |more |other |helpful )?resources)$",
+    re.IGNORECASE,
+)
+# A Markdown link, an autolink or a bare URL.
+_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|<https?://[^>]+>|https?://\S+")
+_LINK_SHARE = 0.5
+
+
+class TooManyChunks(Exception):
+    """A document beyond ``max_chunks_per_document``: refused before anything is embedded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,43 +40,166 @@ class IndexResult:
     unchanged: bool
 
 
-def make_chunks(request: IngestRequested, data: bytes, embedder: Embedder, settings: IngestSettings) -> list[Chunk]:
-    blocks = parse_document(request.source, data)
-    return chunk_blocks(
-        blocks,
-        embedder.count_tokens,
-        max_tokens=settings.chunk_max_tokens,
-        overlap_tokens=settings.chunk_overlap_tokens,
-        min_tokens=settings.chunk_min_tokens,
+_NO_TRACING = trace.NoOpTracer()
+
+
+def make_chunks(
+    request: IngestRequested,
+    data: bytes,
+    embedder: Embedder,
+    settings: IngestSettings,
+    tracer: trace.Tracer = _NO_TRACING,
+) -> list[Chunk]:
+    with tracer.start_as_current_span("ingest.parse") as span:
+        blocks = parse_document(
+            request.source,
+            data,
+            pdf_headings=settings.pdf_headings,
+            code_comment_headings=settings.code_comment_headings,
+        )
+        span.set_attribute("rag.blocks", len(blocks))
+    with tracer.start_as_current_span("ingest.chunk") as span:
+        chunks = chunk_blocks(
+            blocks,
+            embedder.count_tokens,
+            max_tokens=settings.chunk_max_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+            min_tokens=settings.chunk_min_tokens,
+            max_chars=settings.chunk_max_chars,
+        )
+        span.set_attribute("rag.chunks", len(chunks))
+    return chunks
+
+
+def document_title(source: str) -> str:
+    """A readable title from a source name: its file stem without separators (folders left out:
+    measured, they made anthropic-docs worse).
+
+    ``docs/build-with-claude/embeddings.md`` → ``embeddings``;
+    ``Northwind_Standard_Benefits_Details.pdf`` → ``Northwind Standard Benefits Details``.
+    """
+    stem = PurePosixPath(source.replace("\\", "/")).stem
+    return _SEPARATORS.sub(" ", stem).strip() or stem
+
+
+def context_header(source: str, chunk: Chunk, mode: str) -> str:
+    """The line put before a chunk's text for embedding and BM25 (never shown or quoted).
+
+    ``path``: the heading path; ``title``: the document title (from the file name), then the
+    heading path, unless the first heading already is the title; ``fallback``: the heading path,
+    or the title for a chunk under no heading (most PDF pages); ``off``: nothing.
+    """
+    if mode == "off":
+        return ""
+    path = list(chunk.section_path)
+    if mode == "path" or (mode == "fallback" and path):
+        return " > ".join(path)
+    title = document_title(source)
+    if path and _norm(path[0]) == _norm(title):
+        return " > ".join(path)  # the first heading is the title already
+    return " > ".join([title, *path])
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def embedding_texts(request: IngestRequested, chunks: list[Chunk], settings: IngestSettings) -> list[str]:
+    """What is embedded and BM25-indexed for each chunk: its context header, then its text."""
+    texts = []
+    for chunk in chunks:
+        header = context_header(request.source, chunk, settings.context_headers)
+        texts.append(f"{header}\n{chunk.text}" if header else chunk.text)
+    return texts
+
+
+def is_boilerplate(chunk: Chunk) -> bool:
+    """Navigation rather than content: a "Next steps"/"Get started"/"See also" section, or a chunk
+    whose visible text is mostly links. Such chunks match many questions by their words while
+    answering none, so the retriever ranks them lower."""
+    if chunk.section and _BOILERPLATE_HEADING.match(chunk.section.strip()):
+        return True
+    visible = re.sub(r"\s+", "", chunk.text)
+    if not visible:
+        return False
+    linked = sum(len(re.sub(r"\s+", "", m.group(0))) for m in _LINK.finditer(chunk.text))
+    return linked / len(visible) >= _LINK_SHARE
+
+
+def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettings | None = None) -> dict[str, Any]:
+    """What Qdrant stores with a chunk: its text, where it came from, and the instruction-like
+    spans planted in it (character offsets into ``text``), so no later stage quotes them.
+    ``boilerplate`` marks navigation sections (``RAG_INGEST_FLAG_BOILERPLATE``)."""
+    spans = find_instruction_spans(chunk.text)
+    flag = settings.flag_boilerplate if settings is not None else True
+    return {
+        "text": chunk.text,
+        "source": request.source,
+        "section": chunk.section,
+        "section_path": list(chunk.section_path),
+        "page": chunk.page,
+        "chunk_index": chunk.chunk_index,
+        "kind": chunk.kind,
+        "chunk_hash": chunk.content_hash,
+        "collection": request.collection,
+        "metadata": request.metadata,
+        "injection_spans": [[span.start, span.end] for span in spans],
+        "injection_kinds": [span.kind for span in spans],
+        "boilerplate": flag and is_boilerplate(chunk),
+        "request_id": request.request_id,  # which upload indexed this version (status repair)
+    }
+
+
+# Bump when parsing or chunking rules change, so stored documents are indexed again.
+INDEX_FORMAT = 2
+
+
+def index_version(content_hash: str, settings: IngestSettings) -> str:
+    """The stored version of a document: its bytes' hash plus everything that shapes its chunks and
+    vectors, so a changed chunking setting re-indexes instead of reporting ``unchanged``."""
+    shape = (
+        INDEX_FORMAT,
+        settings.chunk_max_tokens,
+        settings.chunk_overlap_tokens,
+        settings.chunk_min_tokens,
+        settings.chunk_max_chars,
+        settings.context_headers,
+        settings.flag_boilerplate,
+        settings.pdf_headings,
+        settings.code_comment_headings,
     )
+    return f"{content_hash}:{hashlib.sha256(repr(shape).encode()).hexdigest()[:12]}"
 
 
 def index_document(
-    request: IngestRequested, data: bytes, embedder: Embedder, store: VectorStore, settings: IngestSettings
+    request: IngestRequested,
+    data: bytes,
+    embedder: Embedder,
+    store: VectorStore,
+    settings: IngestSettings,
+    tracer: trace.Tracer = _NO_TRACING,
 ) -> IndexResult:
-    """Index a document's new version; the old version stays searchable until the new one is written."""
-    chunks = make_chunks(request, data, embedder, settings)
-    dense, sparse = embedder.embed_passages([c.embedding_text for c in chunks])
-    records = [
-        ChunkRecord(
-            chunk_index=c.chunk_index,
-            dense=d,
-            sparse=s,
-            payload={
-                "text": c.text,
-                "source": request.source,
-                "section": c.section,
-                "section_path": list(c.section_path),
-                "page": c.page,
-                "chunk_index": c.chunk_index,
-                "kind": c.kind,
-                "chunk_hash": c.content_hash,
-                "collection": request.collection,
-                "metadata": request.metadata,
-            },
+    """Index a document's new version; the old version stays searchable until the new one is written.
+
+    With a ``tracer`` each step (parse, chunk, embed, upsert) is a child span of the caller's span.
+    """
+    chunks = make_chunks(request, data, embedder, settings, tracer)
+    if len(chunks) > settings.max_chunks_per_document:
+        raise TooManyChunks(
+            f"{request.source} makes {len(chunks)} chunks, more than RAG_INGEST_MAX_CHUNKS_PER_DOCUMENT="
+            f"{settings.max_chunks_per_document}; split the document or raise the limit"
         )
+    with tracer.start_as_current_span("ingest.embed") as span:
+        span.set_attribute("rag.chunks", len(chunks))
+        dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+    records = [
+        ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings))
         for c, d, s in zip(chunks, dense, sparse, strict=True)
     ]
-    store.ensure_collection(request.collection)
-    store.replace_document(request.collection, request.document_id, request.content_hash, records)
+    with tracer.start_as_current_span("ingest.upsert") as span:
+        span.set_attribute("rag.points", len(records))
+        store.ensure_collection(request.collection)
+        store.replace_document(
+            request.collection, request.document_id, index_version(request.content_hash, settings), records
+        )
     return IndexResult(chunks=len(records), unchanged=False)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -14,6 +16,36 @@ class IngestSettings(StoreSettings):
     chunk_max_tokens: int = Field(200, ge=32, le=256, description="word-piece tokens per chunk (MiniLM reads 256)")
     chunk_overlap_tokens: int = Field(40, ge=0, le=128)
     chunk_min_tokens: int = Field(24, ge=0, le=128, description="smaller chunks merge with a neighbour")
-    ack_wait_s: float = Field(300.0, gt=0, description="time one document may take before redelivery")
+    chunk_max_chars: int = Field(
+        2000, ge=512, le=16000, description="characters per chunk, whatever the tokenizer counts (e.g. [UNK] runs)"
+    )
+    context_headers: Literal["off", "path", "fallback", "title"] = Field(
+        "path",
+        description="put before each chunk's embedded and BM25-indexed text: nothing, its heading path, "
+        "or the document title and heading path (the stored and quoted text is never changed)",
+    )
+    flag_boilerplate: bool = Field(
+        True, description="mark link-only and 'Next steps'-style chunks so the retriever ranks them lower"
+    )
+    pdf_headings: bool = Field(
+        False, description="PDF: headings found inside pages and carried over to the next page, not only a first line"
+    )
+    code_comment_headings: bool = Field(
+        False,
+        description="Markdown: a level-1 heading after deeper headings is a heading (true, the Markdown rule) "
+        "or an unfenced code comment kept as text (false)",
+    )
+    ack_wait_s: float = Field(
+        60.0, gt=0, description="redelivery delay of a document whose worker died (live workers extend it)"
+    )
+    max_chunks_per_document: int = Field(
+        2000, ge=1, le=100_000, description="a document cut into more chunks fails (status failed, too_many_chunks)"
+    )
     concurrency: int = Field(2, ge=1, le=64, description="documents one replica indexes at once")
+    drain_timeout_s: float = Field(
+        50.0,
+        gt=0,
+        le=600,
+        description="on SIGTERM, documents being indexed get this long to finish, then go back to the queue",
+    )
     metrics_port: int = 9101

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from dataclasses import replace
 from typing import Any
 
 from faststream import FastStream
@@ -12,12 +13,15 @@ from faststream.nats import NatsBroker
 
 from rag_common import subjects
 from rag_common.broker import PermanentError, make_broker
-from rag_common.embedding import Embedder, get_embedder
+from rag_common.embedding import Embedder, SparseVector, get_embedder
 from rag_common.messages import QueryRetrieved, QueryRouted, advance
-from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage
+from rag_common.names import check_filters, valid_collection
+from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.vectors import VectorStore, open_store, valid_collection
+from rag_common.vectors import Hit, VectorStore, open_store
+from rag_retriever.ranking import downweight_boilerplate, fuse, keyword_query, mmr, split_question
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
+from rag_retriever.rerank import make_reranker
 from rag_retriever.rewriting import rewrite
 from rag_retriever.selection import Selection, diversify, escalate, to_passages
 from rag_retriever.settings import RetrieverSettings
@@ -35,6 +39,7 @@ class Retriever:
         self._probes: list[list[float]] | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._lock = threading.Lock()
+        self.reranker = make_reranker(settings.reranker, settings.rerank_heading_weight, settings.rerank_text_weight)
 
     def calibration(self, collection: str) -> Calibration:
         """The collection's threshold, measured again when its size changed by a tenth or more."""
@@ -58,22 +63,60 @@ class Retriever:
             self._calibrations[collection] = (size, measured)
         return measured
 
+    def search(self, collection: str, text: str, filters: dict[str, Any], limit: int) -> tuple[list[float], list[Hit]]:
+        """One hybrid search; the sparse side gets only the question's keywords when so set."""
+        dense, sparse = self.embedder.embed_query(text)
+        if self.settings.keyword_sparse:
+            keywords = keyword_query(text)
+            if keywords != text:
+                vector = next(iter(self.embedder.sparse.query_embed(keywords)))  # BM25 only: no model run
+                sparse = SparseVector(vector.indices.tolist(), vector.values.tolist())
+        hits = self.store.hybrid_search(
+            collection,
+            dense,
+            sparse,
+            limit=limit,
+            prefetch_limit=self.settings.prefetch_limit,
+            rrf_k=self.settings.rrf_k,
+            filters=filters,
+            weights=None
+            if self.settings.dense_weight == self.settings.sparse_weight == 1.0
+            else (self.settings.dense_weight, self.settings.sparse_weight),
+        )
+        return dense, hits
+
+    def rank(self, collection: str, text: str, question: str, filters: dict[str, Any]) -> list[Hit]:
+        """Search, fuse the parts of a two-part question, down-weight boilerplate, then pick the
+        top_k with MMR or section diversity (each step behind its setting)."""
+        s = self.settings
+        limit = max(s.top_k, s.candidates if (s.diversify_sections or s.mmr) else 0)
+        dense, hits = self.search(collection, text, filters, limit)
+        parts = split_question(question) if s.split_questions else []
+        if parts:
+            rankings = [hits] + [self.search(collection, part, filters, limit)[1] for part in parts]
+            fused = fuse(rankings, s.rrf_k)
+            # similarity stays the cosine to the whole question: the relevance threshold is about it
+            hits = [
+                replace(h, similarity=sum(a * b for a, b in zip(dense, h.dense, strict=False))) if h.dense else h
+                for h in fused
+            ][:limit]
+        if self.reranker is not None:
+            hits = self.reranker.rerank(question, hits)
+        hits = downweight_boilerplate(hits, s.boilerplate_weight)
+        if s.mmr:
+            return mmr(hits, s.top_k, s.mmr_lambda)
+        return diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
+
     def retrieve(self, query: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
+        try:  # the gateway refuses these already; a message from elsewhere fails at once, clearly
+            check_filters(query.filters)
+        except ValueError as exc:
+            raise PermanentError("invalid_filters", str(exc), 422) from None
         if not valid_collection(query.collection) or not self.store.collection_exists(query.collection):
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
-        dense, sparse = self.embedder.embed_query(text)
-        hits = self.store.hybrid_search(
-            query.collection,
-            dense,
-            sparse,
-            limit=max(self.settings.top_k, self.settings.candidates if self.settings.diversify_sections else 0),
-            prefetch_limit=self.settings.prefetch_limit,
-            rrf_k=self.settings.rrf_k,
-            filters=query.filters,
-        )
-        hits = diversify(hits, self.settings.top_k) if self.settings.diversify_sections else hits[: self.settings.top_k]
+        hits = self.rank(query.collection, text, question, query.filters)
         passages = to_passages(hits)
         threshold = self.calibration(query.collection).threshold
         best = max((p.similarity for p in passages), default=0.0)
@@ -149,6 +192,10 @@ def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None =
         store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
         state["retriever"] = Retriever(settings, embedder, store)
         await prepare_jetstream(broker, settings)
-        telemetry.serve_metrics(settings.metrics_host, settings.metrics_port)
+        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
+
+    @app.after_shutdown
+    async def stop_health() -> None:
+        telemetry.stop_serving()
 
     return app

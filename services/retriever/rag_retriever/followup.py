@@ -61,6 +61,10 @@ _PHRASE_END = _SUBJECT_STOP | frozenset(
 )
 
 
+# Nouns that say what kind of thing a name is: "the Business plan" is "Business" for swapping.
+_GENERIC_HEADS = frozenset({"plan", "plans", "tier", "tiers", "edition", "editions", "level", "levels"})
+
+
 @dataclass(frozen=True, slots=True)
 class Rewrite:
     """The standalone question and which rule made it (shown in logs and tests)."""
@@ -139,7 +143,12 @@ def _swap(previous: str, replacement: str) -> str | None:
     subject = subject_of(previous)
     subject_words = subject.split()
     # "what about Enterprise" with subject "the Business plan": keep the shared head noun ("plan").
-    names = [w for w in subject_words if w[:1].isupper()]
+    # Acronyms ("SLA", "API") name the kind of thing, not which one: "the Enterprise SLA" and
+    # "the Business plan" are about the same kind, so "Business" replaces "Enterprise" only.
+    names = [w for w in subject_words if w[:1].isupper() and not w.isupper()]
+    generic = [w for w in rep_words if w.lower() in _GENERIC_HEADS]
+    if generic and len(generic) < len(rep_words) and rep_words[-1].lower() in _GENERIC_HEADS:
+        rep_words = [w for w in rep_words if w.lower() not in _GENERIC_HEADS]
     if names and all(w[:1].isupper() for w in rep_words) and len(rep_words) <= len(names):
         new_subject = subject.replace(" ".join(names), " ".join(rep_words), 1)
         return (
@@ -212,8 +221,14 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite | None:
     if about:
         replacement = (about.group("x") or about.group("y") or "").strip()
         qualifier = re.match(r"(?:for|in|on|with|during|after|before)\s+", replacement, flags=re.IGNORECASE)
-        if qualifier:  # "and for annual plans?" narrows the earlier question
-            return Rewrite(f"{previous.rstrip('?. ')} {replacement}?", "what-about")
+        if qualifier:
+            # "And on Enterprise?" after "... kept on the Business plan?" replaces that phrase;
+            # "and for annual plans?" with no "for ..." before narrows the earlier question.
+            base = previous.rstrip("?. ")
+            same = list(re.finditer(rf"\b{re.escape(qualifier.group().strip())}\s+", base, re.IGNORECASE))
+            if same and len(_words(base[same[-1].end() :])) <= 4:
+                return Rewrite(f"{base[: same[-1].start()]}{replacement}?", "what-about")
+            return Rewrite(f"{base} {replacement}?", "what-about")
         swapped = _swap(previous, replacement)
         if swapped:
             return Rewrite(_capitalise(swapped), "what-about")

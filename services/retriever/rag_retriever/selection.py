@@ -68,8 +68,9 @@ def select(hits: Sequence[Hit], min_similarity: float) -> Selection:
 def escalate(route: Route, selection: Selection, spread: int, margin: float = 0.05) -> Route:
     """A fast-tier question whose top ``spread`` passages come from as many different documents, all
     about as relevant as the best one (cosine within ``margin``), needs the strong tier: the answer
-    has to be assembled across sources. A weak third passage from another file does not count."""
-    top = selection.passages[:spread]
+    has to be assembled across sources. A weak third passage from another file does not count, nor
+    does a passage with planted instructions: it is no source to assemble an answer from."""
+    top = [p for p in selection.passages if not p.injection_spans][:spread]
     best = max((p.similarity for p in top), default=0.0)
     sources = {p.source for p in top if p.similarity >= best - margin}
     if route.tier != "fast" or selection.refused or len(sources) < spread:

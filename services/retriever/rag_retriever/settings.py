@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
@@ -14,6 +16,20 @@ class RetrieverSettings(StoreSettings):
     top_k: int = Field(5, ge=1, le=50, description="passages given to the generator")
     candidates: int = Field(15, ge=1, le=200, description="fused hits considered before section diversity")
     diversify_sections: bool = Field(True, description="one chunk per section first, then the rest")
+    mmr: bool = Field(False, description="pick the top_k by maximal marginal relevance instead of section diversity")
+    mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: weight of relevance against redundancy")
+    boilerplate_weight: float = Field(
+        1.0, ge=0, le=1, description="fused-score factor for 'Next steps'/link-only chunks (1 = no down-weighting)"
+    )
+    split_questions: bool = Field(False, description="search each part of a two-part question too and fuse")
+    keyword_sparse: bool = Field(True, description="BM25 side searches the question's keywords only")
+    reranker: Literal["off", "lexical"] = Field(
+        "off", description="reorder the fused candidates: lexical = heading and text overlap with the question"
+    )
+    rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
+    rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
+    dense_weight: float = Field(1.0, ge=0, le=10, description="weight of the dense ranking in the fusion")
+    sparse_weight: float = Field(1.0, ge=0, le=10, description="weight of the BM25 ranking in the fusion")
     prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(

@@ -1,4 +1,5 @@
-"""Router service: scores each question and picks a model tier; greetings skip the pipeline."""
+"""Router service: scores each question and picks a model tier; greetings and injection attempts skip
+the pipeline."""
 
 from __future__ import annotations
 
@@ -6,22 +7,52 @@ import re
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from prometheus_client import Counter
 
 from rag_common import subjects
 from rag_common.broker import make_broker
+from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS, QuestionVerdict, check_question
 from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted, Route, advance
-from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage
+from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.texts import check_collections_file, collection_texts
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
 
 THANKS = re.compile(r"\b(thanks|thank you|thx|ty|cheers)\b", re.IGNORECASE)
 
 
+def blocked(query: QueryRequested, verdict: QuestionVerdict) -> QueryDrafted:
+    """The fixed refusal for a question that tries prompt injection: nothing retrieved, no model
+    called, nothing of the question echoed; the kinds that fired are the route's signals."""
+    kinds = ", ".join(verdict.kinds)
+    route = Route(
+        tier="blocked",
+        model="canned",
+        signals=dict.fromkeys(verdict.kinds, 1),
+        reason=f"injection suspected ({kinds}): refused without retrieval or a model",
+    )
+    return advance(
+        QueryDrafted,
+        query,
+        route=route,
+        canned_answer=INJECTION_REFUSAL,
+        answer=INJECTION_REFUSAL,
+        model="canned",
+        refused=True,
+        refusal_reason=f"injection suspected: {kinds}",
+        suspicions=[f"question: {kinds}"],
+    )
+
+
 def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | QueryDrafted:
-    """The routing decision for one question (pure): a canned reply or a scored tier."""
+    """The routing decision for one question (pure): a refusal, a canned reply or a scored tier."""
+    verdict = check_question(query.question)
+    if verdict.suspected:
+        return blocked(query, verdict)
     if is_greeting(query.question):
-        reply = settings.thanks_reply if THANKS.search(query.question) else settings.greeting_reply
+        texts = collection_texts(settings.collections_file, query.collection)
+        reply = texts.thanks if THANKS.search(query.question) else texts.greeting
         route = Route(tier="greeting", model="canned", reason="greeting: answered without retrieval or a model")
         return advance(QueryDrafted, query, route=route, canned_answer=reply, answer=reply, model="canned")
     score = score_query(query.question)
@@ -36,11 +67,22 @@ def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | Que
 
 def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsBroker:
     broker = make_broker(settings, telemetry)
+    injections = Counter(
+        "rag_injection_blocked_total",
+        "Questions refused as prompt-injection attempts, by kind of attempt",
+        ["kind"],
+        registry=telemetry.registry,
+    )
+    for kind in QUESTION_KINDS:
+        injections.labels(kind)
 
     async def on_requested(query: QueryRequested) -> None:
         with telemetry.stage("router") as timer:
             decision = decide(query, settings)
         decision.timings_ms["router"] = timer.ms
+        if decision.route.tier == "blocked":
+            for kind in decision.route.signals:
+                injections.labels(kind).inc()
         next_subject = subjects.QUERY_DRAFTED if isinstance(decision, QueryDrafted) else subjects.QUERY_ROUTED
         await publish_stage(broker, decision, next_subject)
 
@@ -64,7 +106,12 @@ def create_app(settings: RouterSettings, telemetry: ServiceTelemetry | None = No
 
     @app.on_startup
     async def startup() -> None:
+        check_collections_file(settings.collections_file)
         await prepare_jetstream(broker, settings)
-        telemetry.serve_metrics(settings.metrics_host, settings.metrics_port)
+        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
+
+    @app.after_shutdown
+    async def stop_health() -> None:
+        telemetry.stop_serving()
 
     return app

@@ -12,6 +12,4 @@ class RouterSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_ROUTER_", extra="ignore", populate_by_name=True)
 
     threshold: int = Field(4, ge=1, description="score at or above which a question goes to the strong tier")
-    greeting_reply: str = "Hello! Ask me anything about your documents and I will answer with citations."
-    thanks_reply: str = "You're welcome! Anything else I can look up in your documents?"
     metrics_port: int = 9102

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.messages.base import Message, Timed
 
-Tier = Literal["fast", "strong", "greeting"]
+# "greeting" and "blocked" (a prompt-injection attempt, refused) skip retrieval and the model.
+Tier = Literal["fast", "strong", "greeting", "blocked"]
 
 
 class Passage(BaseModel):

@@ -1,0 +1,343 @@
+"""``make chaos``: kill each service and nats-server in turn with questions and uploads in flight.
+
+The system runs as separate processes on a private nats-server, all on 127.0.0.1 with free ports:
+``store`` (ingest and retriever, which share the embedded Qdrant folder), ``router``,
+``generator``, ``evaluator`` and ``gateway``. While clients keep asking questions and uploading
+documents, each process and then nats-server is killed with SIGKILL and started again. A client
+retries a failed or timed-out request (as any client would) within a per-question budget.
+
+Reported in ``reports/chaos.json``:
+
+- questions ``answered`` / ``lost`` (never answered within the budget) / ``duplicated`` (a
+  response carrying a request id already seen, i.e. an answer delivered twice or crossed) /
+  ``wrong`` (answered from another document), plus the first-attempt failures by kind;
+- documents ``accepted`` / ``lost`` (accepted but not indexed at the end) / ``mislabelled``
+  (status hash or indexed text not the last accepted version).
+
+Bounded: every wait has a deadline and the whole run stops after ``--budget-s`` (default 280 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rag_common.natsserver import LocalNatsServer
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
+PROCESSES = {
+    "store": ("ingest", "retriever"),
+    "router": ("router",),
+    "generator": ("generator",),
+    "evaluator": ("evaluator",),
+    "gateway": (),
+}
+QUERY_TIMEOUT_S = 15.0
+FACILITIES = 6
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fact(i: int, version: int = 0) -> bytes:
+    hour = 6 + (i + version) % 12
+    return f"# Facility {i}\n\nThe zircon facility number {i} opens at {hour} o'clock (revision {version}).\n".encode()
+
+
+@dataclass
+class Tally:
+    answered: int = 0
+    lost: int = 0
+    wrong: int = 0
+    duplicated: int = 0
+    first_attempt_failures: Counter[str] = field(default_factory=Counter)
+    request_ids: set[str] = field(default_factory=set)
+    accepted: dict[str, str] = field(default_factory=dict)  # source -> last accepted sha256
+    upload_failures: Counter[str] = field(default_factory=Counter)
+    wrong_examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Cluster:
+    """The processes of the system; each can be killed and started again."""
+
+    def __init__(self, work: Path, nats_url: str, port: int) -> None:
+        self.work, self.nats_url, self.port = work, nats_url, port
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "NATS_URL": self.nats_url,
+            "RAG_DATA_DIR": str(self.work),
+            "RAG_MODEL_DIR": str(MODEL_DIR),
+            "QDRANT_PATH": str(self.work / "qdrant"),
+            "RAG_QUERY_TIMEOUT_S": str(QUERY_TIMEOUT_S),
+            "RAG_JS_CHECK_INTERVAL_S": "1",
+            "RAG_GATEWAY_GATEWAY_ID": "chaosgw",
+            "HF_HUB_OFFLINE": "1",
+        }
+
+    def start(self, name: str) -> None:
+        log = open(self.work / f"{name}.log", "ab")
+        command = [sys.executable, "-m", "benchmarks.chaos", "--worker", name, "--port", str(self.port)]
+        self.procs[name] = subprocess.Popen(command, cwd=ROOT, env=self.env(), stdout=log, stderr=log)
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            proc = self.procs.pop(name)
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+async def wait_ready(client: httpx.AsyncClient, timeout_s: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        with contextlib.suppress(httpx.HTTPError):
+            if (await client.get("/readyz", timeout=5)).status_code == 200:
+                return time.monotonic() - started
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"system not ready within {timeout_s}s")
+
+
+async def ask_until_answered(client: httpx.AsyncClient, tally: Tally, i: int, budget_s: float) -> None:
+    deadline = time.monotonic() + budget_s
+    first = True
+    while time.monotonic() < deadline:
+        try:
+            response = await client.post(
+                "/v1/query",
+                json={"question": f"When does zircon facility number {i} open?", "filters": {"source": f"f{i}.md"}},
+                timeout=QUERY_TIMEOUT_S + 5,
+            )
+            kind = str(response.status_code)
+        except httpx.HTTPError as exc:
+            response, kind = None, type(exc).__name__
+        if response is not None and response.status_code == 200:
+            body = response.json()
+            rid = body.get("request_id", "")
+            if rid in tally.request_ids:
+                tally.duplicated += 1
+            tally.request_ids.add(rid)
+            passages = [p.get("text", "") for p in body.get("passages", [])]
+            if passages and all(f"number {i} " in p for p in passages):
+                tally.answered += 1
+            else:
+                tally.wrong += 1
+                if len(tally.wrong_examples) < 5:
+                    tally.wrong_examples.append(
+                        {"facility": i, "answer": body.get("answer", "")[:200], "passages": [p[:120] for p in passages]}
+                    )
+            return
+        if first:
+            tally.first_attempt_failures[kind] += 1
+            first = False
+        await asyncio.sleep(0.5)
+    tally.lost += 1
+
+
+async def upload_until_accepted(client: httpx.AsyncClient, tally: Tally, i: int, version: int, budget_s: float) -> None:
+    data = fact(i, version)
+    deadline = time.monotonic() + budget_s
+    while time.monotonic() < deadline:
+        try:
+            response = await client.post("/v1/documents", files={"file": (f"f{i}.md", data)}, timeout=30)
+            if response.status_code == 202:
+                tally.accepted[f"f{i}.md"] = hashlib.sha256(data).hexdigest()
+                return
+            tally.upload_failures[str(response.status_code)] += 1
+        except httpx.HTTPError as exc:
+            tally.upload_failures[type(exc).__name__] += 1
+        await asyncio.sleep(0.5)
+
+
+async def load(client: httpx.AsyncClient, tally: Tally, stop: asyncio.Event) -> None:
+    """Questions from three clients and an upload every second, until ``stop``."""
+    counter = 0
+
+    async def asker(offset: int) -> None:
+        nonlocal counter
+        while not stop.is_set():
+            counter += 1
+            await ask_until_answered(client, tally, (counter + offset) % FACILITIES, budget_s=90)
+
+    async def uploader() -> None:
+        version = 0
+        while not stop.is_set():
+            version += 1
+            await upload_until_accepted(client, tally, version % FACILITIES, version, budget_s=60)
+            await asyncio.sleep(1.0)
+
+    await asyncio.gather(asker(0), asker(1), asker(2), uploader())
+
+
+async def check_documents(client: httpx.AsyncClient, tally: Tally, timeout_s: float) -> dict[str, list[str]]:
+    """Every accepted document ends indexed (or unchanged) with the last accepted version."""
+    deadline = time.monotonic() + timeout_s
+    lost: list[str] = []
+    mislabelled: list[str] = []
+    records: dict[str, dict[str, Any]] = {}
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            listed = (await client.get("/v1/documents", timeout=10)).json()["documents"]
+            records = {r["source"]: r for r in listed}
+            if all(records.get(s, {}).get("status") in ("indexed", "unchanged", "failed") for s in tally.accepted):
+                break
+        await asyncio.sleep(0.5)
+    for source, sha in sorted(tally.accepted.items()):
+        record = records.get(source)
+        if not record or record["status"] not in ("indexed", "unchanged"):
+            lost.append(f"{source}: {record['status'] if record else 'missing'}")
+            continue
+        if record["content_hash"] != sha or record["chunks"] < 1:
+            mislabelled.append(f"{source}: status names another version or no chunks")
+            continue
+        i = int(source[1:-3])
+        revision = next(v for v in range(10_000) if hashlib.sha256(fact(i, v)).hexdigest() == sha)
+        response = await client.post(
+            "/v1/query",
+            json={"question": f"When does zircon facility number {i} open?", "filters": {"source": source}},
+            timeout=QUERY_TIMEOUT_S + 5,
+        )
+        passages = [p["text"] for p in response.json().get("passages", [])] if response.status_code == 200 else []
+        if not passages or not all(f"(revision {revision})" in p for p in passages):
+            mislabelled.append(f"{source}: indexed text is not revision {revision}")
+    return {"lost": lost, "mislabelled": mislabelled}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="rag-chaos-"))
+    nats = LocalNatsServer(work / "nats")
+    nats.start()
+    nats_port = int(nats.url.rsplit(":", 1)[1])
+    nats.port = nats_port
+    cluster = Cluster(work, nats.url, free_port())
+    events: list[dict[str, Any]] = []
+    tally = Tally()
+    try:
+        for name in PROCESSES:
+            cluster.start(name)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
+            events.append({"event": "started", "ready_after_s": round(await wait_ready(client, 180), 1)})
+            for i in range(FACILITIES):
+                await upload_until_accepted(client, tally, i, 0, budget_s=30)
+            stop = asyncio.Event()
+            loader = asyncio.create_task(load(client, tally, stop))
+            for target in [*PROCESSES, "nats-server"]:
+                if time.monotonic() - started > args.budget_s - 90:
+                    events.append({"event": "skipped", "target": target, "reason": "time budget"})
+                    continue
+                await asyncio.sleep(args.settle_s)
+                if target == "nats-server":
+                    nats.stop()
+                    await asyncio.sleep(1.0)
+                    nats.start()
+                else:
+                    cluster.kill(target)
+                    await asyncio.sleep(1.0)
+                    cluster.start(target)
+                ready = await wait_ready(client, 120)
+                events.append({"event": "killed", "target": target, "ready_again_after_s": round(ready + 1.0, 1)})
+            await asyncio.sleep(args.settle_s)
+            stop.set()
+            await asyncio.wait_for(loader, timeout=120)
+            documents = await check_documents(client, tally, timeout_s=90)
+    finally:
+        cluster.stop_all()
+        nats.stop()
+    return {
+        "seconds": round(time.monotonic() - started, 1),
+        "questions": {
+            "answered": tally.answered,
+            "lost": tally.lost,
+            "duplicated": tally.duplicated,
+            "wrong": tally.wrong,
+            "first_attempt_failures": dict(tally.first_attempt_failures),
+            "wrong_examples": tally.wrong_examples,
+        },
+        "documents": {
+            "accepted": len(tally.accepted),
+            "lost": len(documents["lost"]),
+            "mislabelled": len(documents["mislabelled"]),
+            "details": documents,
+            "upload_retries": dict(tally.upload_failures),
+        },
+        "events": events,
+        "logs": str(work),
+    }
+
+
+async def worker(name: str, port: int) -> None:
+    """One process of the system (what a container would run), on the shared data folder."""
+    from rag_devrun.stack import Stack, StackOptions
+
+    services = PROCESSES[name]
+    store = {"model_dir": MODEL_DIR, "qdrant_path": Path(os.environ["QDRANT_PATH"])}
+    options = StackOptions(
+        data_dir=Path(os.environ["RAG_DATA_DIR"]),
+        nats_url=os.environ["NATS_URL"],
+        port=port,
+        metrics=False,
+        services=services,
+        gateway=not services,
+        overrides={"ingest": dict(store), "retriever": dict(store), "generator": {"model_dir": MODEL_DIR}},
+    )
+    async with Stack(options) as stack:
+        if services:
+            await asyncio.Event().wait()  # until killed
+        await stack.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", choices=sorted(PROCESSES), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--budget-s", type=float, default=280.0, help="stop killing after this long")
+    parser.add_argument("--settle-s", type=float, default=6.0, help="load between kills")
+    parser.add_argument("--out", default=str(ROOT / "reports" / "chaos.json"))
+    args = parser.parse_args()
+    if args.worker:
+        asyncio.run(worker(args.worker, args.port))
+        return
+    report = asyncio.run(run(args))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("seconds", "questions")}, indent=2))
+    print(json.dumps({k: v for k, v in report["documents"].items() if k != "details"}, indent=2))
+    failed = report["questions"]["lost"] or report["documents"]["lost"] or report["documents"]["mislabelled"]
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Retrieval-only evaluation in one process: the ingest and retriever code, no NATS, no HTTP.
+
+The per-technique table of docs/EVALUATION.md comes from this: each technique is switched by its
+``RAG_INGEST_*`` / ``RAG_RETRIEVER_*`` setting, and a run ingests the dataset's corpus into an
+in-memory Qdrant with exactly the product's chunking and payloads (``rag_ingest.pipeline``), then asks
+every question through ``Retriever.retrieve`` and scores the passages with the harness's formulas.
+Embeddings are cached on disk by text (``--cache``), so a run whose chunk texts did not change
+embeds nothing again; the figures are the same as the harness's because the code path is the same
+from the parser to the ranked passages (the harness adds upload, NATS and the generator).
+
+    .venv/bin/python -m benchmarks.retrieval_sweep --dataset ../shared/eval/contoso
+    RAG_RETRIEVER_MMR=false .venv/bin/python -m benchmarks.retrieval_sweep --dataset samples/orbitly
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from qdrant_client import QdrantClient
+
+from rag_common.embedding import Embedder, SparseVector, get_embedder
+from rag_common.messages import IngestRequested, QueryRouted, Route
+from rag_common.vectors import ChunkRecord, VectorStore
+from rag_devrun.corpus import corpus_files
+from rag_evaluator.harness import load_dataset
+from rag_evaluator.scoring import RetrievedPassage, score_retrieval, summarize_retrieval
+from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
+from rag_ingest.settings import IngestSettings
+from rag_retriever.app import Retriever
+from rag_retriever.settings import RetrieverSettings
+
+
+class CachedEmbedder:
+    """Wraps the embedder: passage vectors are looked up by text hash before the model is run."""
+
+    def __init__(self, inner: Embedder, cache: Path | None) -> None:
+        self.inner = inner
+        self.path = cache
+        self.store: dict[str, tuple[list[float], SparseVector]] = {}
+        if cache and cache.is_file():
+            with cache.open("rb") as f:
+                self.store = pickle.load(f)
+        self.dirty = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_passages(self, texts: list[str]) -> tuple[list[list[float]], list[SparseVector]]:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in self.store]
+        if todo:
+            dense, sparse = self.inner.embed_passages([texts[i] for i in todo])
+            for i, d, s in zip(todo, dense, sparse, strict=True):
+                self.store[keys[i]] = (d, s)
+            self.dirty = True
+        return [self.store[k][0] for k in keys], [self.store[k][1] for k in keys]
+
+    def save(self) -> None:
+        if self.path and self.dirty:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("wb") as f:
+                pickle.dump(self.store, f)
+
+
+def ingest(corpus: Path, collection: str, embedder: CachedEmbedder, store: VectorStore) -> int:
+    settings = IngestSettings()
+    store.ensure_collection(collection)
+    total = 0
+    for path in corpus_files(corpus):
+        source = path.relative_to(corpus).as_posix()
+        request = IngestRequested(
+            request_id="sweep",
+            document_id=hashlib.sha1(source.encode()).hexdigest(),
+            collection=collection,
+            source=source,
+            object_name=source,
+            content_hash="v",
+            size=path.stat().st_size,
+        )
+        chunks = make_chunks(request, path.read_bytes(), embedder, settings)  # type: ignore[arg-type]
+        dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+        records = [
+            ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings))
+            for c, d, s in zip(chunks, dense, sparse, strict=True)
+        ]
+        store.replace_document(collection, request.document_id, "v", records)
+        total += len(records)
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=Path("data/sweep-cache"))
+    parser.add_argument("--label", default="")
+    parser.add_argument("--misses", action="store_true", help="print the questions with no gold passage in the top 5")
+    parser.add_argument("--detail", type=Path, help="write each question's passages and scores here (JSON lines)")
+    args = parser.parse_args(argv)
+    dataset = load_dataset(args.dataset)
+    settings = RetrieverSettings()
+    inner = get_embedder(settings.resolved_model_dir)
+    embedder = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
+    store = VectorStore(QdrantClient(location=":memory:"), local=True)
+    started = time.perf_counter()
+    chunks = ingest(dataset.corpus, "sweep", embedder, store)
+    embedder.save()
+    ingest_s = time.perf_counter() - started
+    retriever = Retriever(settings, inner, store)
+    retriever.calibration("sweep")
+    scores, times, misses = [], [], []
+    details: list[dict[str, Any]] = []
+    has_page = False
+    route = Route(tier="fast")
+    for question in dataset.questions:
+        if not question.expect.expected_sources or question.conversation_id:
+            continue
+        has_page = has_page or any(g.page is not None for g in question.expect.expected_sources)
+        query = QueryRouted(
+            request_id=question.id, gateway_id="sweep", question=question.question, collection="sweep", route=route
+        )
+        t0 = time.perf_counter()
+        result = retriever.retrieve(query)
+        times.append((time.perf_counter() - t0) * 1000)
+        passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.passages]
+        score = score_retrieval(passages, question.expect.expected_sources)
+        scores.append(score)
+        details.append(
+            {
+                "id": question.id,
+                "question": question.question,
+                "gold": [asdict(g) for g in question.expect.expected_sources],
+                "got": [[p.source, p.section, p.page] for p in passages],
+                "recall_at_3": score.recall_at_3,
+                "mrr_at_3": score.mrr_at_3,
+            }
+        )
+        if not score.hit_at_5:
+            misses.append((question.id, question.question, [(p.source, p.section, p.page) for p in passages]))
+    summary = asdict(summarize_retrieval(scores, has_page_gold=has_page))
+    line = {
+        "dataset": dataset.name,
+        "label": args.label,
+        "chunks": chunks,
+        "ingest_s": round(ingest_s, 1),
+        **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
+        "retrieve_ms_p50": round(statistics.median(times), 1),
+    }
+    print(json.dumps(line))
+    if args.detail:
+        args.detail.write_text("".join(json.dumps(d) + "\n" for d in details))
+    if args.misses:
+        for qid, text, got in misses:
+            print(f"MISS {qid}: {text}\n    {got}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""Authentication, rate limits and scope checks as FastAPI dependencies.
+
+A router gets all three with one line::
+
+    router = APIRouter(prefix="/v1/things", dependencies=[Depends(authenticate)])
+
+and an endpoint that needs to know who calls (to check a collection) declares
+``principal: Authenticated`` (FastAPI runs ``authenticate`` once per request even when both are
+used) and calls ``require(principal, collection, Right.READ)``. Checking the scope in a
+dependency (see ``readable_query``) matters for streaming endpoints: a check inside the stream
+would run after the 200 has been sent.
+
+Keys come as ``Authorization: Bearer <key>`` (what OpenAI-compatible clients send) or
+``X-API-Key: <key>``. With ``RAG_GATEWAY_AUTH=off`` (the local default) every caller is an
+unlimited admin.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Mapping
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rag_gateway.auth import ADMIN, LOCAL, Principal, Right, hash_key, key_id_of, key_matches
+from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.errors import ApiError, error_response
+
+_bearer = HTTPBearer(auto_error=False, description="an API key as a bearer token")
+_api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="an API key")
+REALM = 'Bearer realm="rag"'
+log = logging.getLogger("rag.gateway")
+
+
+def _unauthorized(message: str, error: str | None = None) -> ApiError:
+    challenge = f'{REALM}, error="{error}"' if error else REALM
+    return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
+
+
+async def identify(gateway: Gateway, presented: str) -> Principal | None:
+    """The principal a presented key stands for, or None for a key we do not know."""
+    settings = gateway.settings
+    if settings.admin_key is not None and hmac.compare_digest(
+        hash_key(presented), hash_key(settings.admin_key.get_secret_value())
+    ):
+        return ADMIN
+    key_id = key_id_of(presented)
+    if key_id is None or gateway.keys is None:
+        return None
+    record = await gateway.keys.get(key_id)
+    if record is None or not key_matches(presented, record.key_hash):
+        return None
+    return Principal.for_key(record, settings.rate_limit_per_min)
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key a request carries: ``Authorization: Bearer <key>``, else ``X-API-Key``."""
+    scheme, _, credentials = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return headers.get("x-api-key", "").strip() or None
+
+
+async def admit(gateway: Gateway, presented: str | None) -> Principal:
+    """The caller behind a key, its rate-limit token spent: or 401, 429 (503 before start-up)."""
+    if not presented:
+        raise _unauthorized("an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
+    if gateway.keys is None:
+        raise ApiError(503, "unavailable", "the key store is not ready yet")
+    try:
+        principal = await identify(gateway, presented)
+    except Exception as exc:  # NATS unreachable: say so, never a 500 with internals
+        log.warning("could not look up an API key: %s: %s", type(exc).__name__, exc)
+        raise ApiError(503, "unavailable", "the key store cannot be reached; retry shortly") from None
+    if principal is None:
+        raise _unauthorized("the API key is not valid (unknown, revoked or mistyped)", "invalid_token")
+    if principal.key_id is not None and principal.rate_limit_per_min is not None:
+        wait_s = gateway.limiter.take(principal.key_id, principal.rate_limit_per_min)
+        if wait_s:
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"rate limit of {principal.rate_limit_per_min} requests per minute reached; retry in {wait_s}s",
+                headers={"Retry-After": str(wait_s)},
+            )
+    return principal
+
+
+async def authenticate(
+    request: Request,
+    gateway: GatewayDep,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key_header)],
+) -> Principal:
+    """Who is calling: 401 without a valid key, 429 over the key's rate limit.
+
+    ``bearer`` and ``api_key`` are declared so that OpenAPI documents both ways to send a key.
+    """
+    if gateway.settings.auth == "off":
+        return LOCAL
+    admitted = getattr(request.state, "principal", None)  # by AuthenticateBeforeBody
+    if isinstance(admitted, Principal):
+        return admitted
+    principal = await admit(gateway, presented_key(request.headers))
+    request.state.principal = principal
+    return principal
+
+
+class AuthenticateBeforeBody:
+    """Admit requests that carry a body before anything reads it.
+
+    FastAPI reads and parses a request's body before it runs dependencies, so without this an
+    unauthenticated client could make the gateway spool a whole upload before its 401. The
+    principal found here is the one ``authenticate`` returns, so the rate limit is spent once.
+    """
+
+    BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app, self.gateway = app, gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and self.gateway.settings.auth == "on"
+            and scope["method"] in self.BODY_METHODS
+            and scope["path"].startswith("/v1/")
+        ):
+            request = Request(scope)
+            try:
+                request.state.principal = await admit(self.gateway, presented_key(request.headers))
+            except ApiError as exc:
+                response = error_response(request, exc.status, exc.code, exc.message)
+                response.headers.update(exc.headers or {})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+Authenticated = Annotated[Principal, Depends(authenticate)]
+
+
+def require(principal: Principal, collection: str, right: Right) -> None:
+    """403 unless the caller has ``right`` on ``collection``."""
+    if not principal.can(collection, right):
+        raise ApiError(403, "forbidden", f"this API key has no {right.value} right on collection {collection!r}")
+
+
+async def require_admin(principal: Authenticated) -> Principal:
+    if not principal.admin:
+        raise ApiError(403, "forbidden", "only the admin key may do this")
+    return principal
+
+
+AdminPrincipal = Annotated[Principal, Depends(require_admin)]
+
+
+async def readable_collections(gateway: Gateway, principal: Principal) -> list[str]:
+    """Collections this caller may read: those holding documents, plus those its key names."""
+    existing = {r.collection for r in await gateway.status.list()} if gateway.status else set()
+    return principal.visible_collections(existing)

@@ -1,0 +1,24 @@
+"""The collections a caller may read, with their document counts and the caller's rights."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter
+
+from rag_gateway.access import Authenticated
+from rag_gateway.deps import GatewayDep
+
+router = APIRouter(prefix="/v1/collections", tags=["collections"])
+
+
+@router.get("")
+async def list_collections(gateway: GatewayDep, principal: Authenticated) -> dict[str, Any]:
+    counts = Counter(r.collection for r in await gateway.status.list()) if gateway.status else Counter()
+    names = principal.visible_collections(counts)
+    return {
+        "collections": [
+            {"name": name, "documents": counts.get(name, 0), "rights": sorted(principal.rights(name))} for name in names
+        ]
+    }

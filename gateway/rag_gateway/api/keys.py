@@ -1,0 +1,43 @@
+"""Managing API keys (admin only): create (the key is shown once), list without secrets, revoke."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+
+from rag_gateway.access import require_admin
+from rag_gateway.auth import KEY_ID_HEX, KeyCreate
+from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.errors import ApiError
+from rag_gateway.keystore import KeyStore
+
+router = APIRouter(prefix="/v1/keys", tags=["keys"], dependencies=[Depends(require_admin)])
+
+
+def _store(gateway: Gateway) -> KeyStore:
+    if gateway.keys is None:
+        raise ApiError(503, "unavailable", "the key store is not ready yet")
+    return gateway.keys
+
+
+@router.post("", status_code=201)
+async def create_key(spec: KeyCreate, gateway: GatewayDep) -> JSONResponse:
+    """Create a key scoped to collections; the response is the only time the key is shown."""
+    record, key = await _store(gateway).create(spec)
+    return JSONResponse({**record.public(), "key": key}, status_code=201)
+
+
+@router.get("")
+async def list_keys(gateway: GatewayDep) -> dict[str, Any]:
+    return {"keys": [r.public() for r in await _store(gateway).list()]}
+
+
+@router.delete("/{key_id}", status_code=204)
+async def delete_key(key_id: str, gateway: GatewayDep) -> Response:
+    """Revoke a key: every gateway replica refuses it from the next request on."""
+    valid = len(key_id) == KEY_ID_HEX and all(c in "0123456789abcdef" for c in key_id)
+    if not valid or not await _store(gateway).delete(key_id):
+        raise ApiError(404, "not_found", f"no key {key_id!r}")
+    return Response(status_code=204)

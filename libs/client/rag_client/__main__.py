@@ -1,0 +1,5 @@
+"""``python -m rag_client``: the ``rag`` command."""
+
+from rag_client.cli import run
+
+run()

@@ -1,0 +1,255 @@
+"""``rag``: load a folder into a collection, ask, chat, list documents and run the evaluation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
+from rag_client.folders import file_hash, local_files, plan_sync
+from rag_common.http_api import Answer
+from rag_common.messages import DocumentStatus
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+CHAT_EXIT = {"/quit", "/exit", "/q"}
+MAX_CHAT_TURNS = 1000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag", description="Talk to a RAG gateway: ingest, ask, chat, docs, eval.")
+    parser.add_argument("--url", help=f"the gateway (default: $RAG_URL or {DEFAULT_URL})")
+    parser.add_argument("--api-key", help="sent as a bearer token (default: $RAG_API_KEY)")
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds per request (default 90)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="upload a folder's new and changed files (--sync: delete vanished)")
+    ingest.add_argument("folder", type=Path)
+    ingest.add_argument("--collection", default="default")
+    ingest.add_argument("--sync", action="store_true", help="also delete documents whose file is gone")
+    ingest.add_argument("--no-wait", action="store_true", help="do not wait until the files are indexed")
+    ingest.add_argument("--wait-timeout", type=float, default=1800.0, help="seconds to wait for indexing")
+    ingest.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    ask = commands.add_parser("ask", help="ask one question; the answer streams in, then its sources")
+    ask.add_argument("question", nargs="+")
+    ask.add_argument("--collection", default="default")
+    ask.add_argument("--session", help="session id: ask within a conversation")
+    ask.add_argument("--selected-text", help="text the question is about")
+    ask.add_argument("--json", action="store_true", help="print the full answer as JSON")
+
+    chat = commands.add_parser("chat", help="a conversation in the terminal (/new starts over, /quit ends)")
+    chat.add_argument("--collection", default="default")
+    chat.add_argument("--session", help="continue this session id (default: a new one)")
+
+    docs = commands.add_parser("docs", help="list documents and their status")
+    docs.add_argument("--collection", help="only this collection")
+    docs.add_argument("--json", action="store_true")
+
+    commands.add_parser(
+        "eval", help="run the evaluation harness (arguments as `python -m rag_evaluator.harness`)", add_help=False
+    )
+    return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Everything after ``eval`` belongs to the harness, options included."""
+    parser = build_parser()
+    if "eval" in argv:
+        at = list(argv).index("eval")
+        head = parser.parse_known_args(list(argv[: at + 1]))[0]
+        if head.command == "eval":
+            head.harness_args = list(argv[at + 1 :])
+            return head
+    return parser.parse_args(argv)
+
+
+def where(passage_source: str, section: str, page: int | None) -> str:
+    parts = [passage_source] + ([section] if section else []) + ([f"p. {page}"] if page else [])
+    return " · ".join(parts)
+
+
+def print_answer_details(console: Console, answer: Answer) -> None:
+    if answer.citations:
+        console.print("Sources:", style="bold")
+        for c in answer.citations:
+            console.print(f"  [{c.n}] {where(c.source, c.section, c.page)}", markup=False, highlight=False)
+    raised = [name for name, up in answer.flags.items() if up]
+    console.print(f"Flags: {', '.join(raised) if raised else 'none'}", highlight=False)
+    route = answer.route
+    console.print(
+        f"Route: {route.tier} (score {route.score}), model {answer.model}, {answer.timings_ms.get('total', 0):.0f} ms",
+        highlight=False,
+    )
+
+
+def stream_answer(console: Console, client: RagClient, question: str, **fields: object) -> Answer:
+    final: Answer | None = None
+    for item in client.stream(question, **fields):  # type: ignore[arg-type]
+        if isinstance(item, str):
+            console.print(item, end="", markup=False, highlight=False, soft_wrap=True)
+        else:
+            final = item
+    if final is None:
+        raise RagError(502, "incomplete_stream", "the stream ended without an answer")
+    console.print()
+    return final
+
+
+def cmd_ask(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    question = " ".join(args.question)
+    fields = {"collection": args.collection, "session_id": args.session, "selected_text": args.selected_text}
+    if args.json:
+        answer = client.ask(question, **fields)  # type: ignore[arg-type]
+        console.print_json(answer.model_dump_json())
+        return EXIT_OK
+    answer = stream_answer(console, client, question, **fields)
+    print_answer_details(console, answer)
+    return EXIT_OK
+
+
+def cmd_chat(console: Console, client: RagClient, args: argparse.Namespace, read: Callable[[str], str]) -> int:
+    session = args.session or f"cli-{uuid.uuid4().hex}"
+    console.print(f"Conversation {session} in collection {args.collection!r}. /new starts over, /quit ends.")
+    for _ in range(MAX_CHAT_TURNS):
+        try:
+            line = read("you> ").strip()
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line in CHAT_EXIT:
+            break
+        if line == "/new":
+            session = f"cli-{uuid.uuid4().hex}"
+            console.print(f"New conversation {session}.")
+            continue
+        console.print("rag> ", end="")
+        try:
+            answer = stream_answer(console, client, line, collection=args.collection, session_id=session)
+        except RagError as exc:
+            console.print(f"error: {exc}", style="red", markup=False)
+            continue
+        print_answer_details(console, answer)
+    return EXIT_OK
+
+
+def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    records = client.documents(args.collection)
+    if args.json:
+        console.print_json(json.dumps([r.model_dump() for r in records]))
+        return EXIT_OK
+    table = Table("collection", "source", "status", "chunks", "updated", "document id")
+    for r in records:
+        updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))
+        table.add_row(
+            r.collection,
+            r.source,
+            r.status + (f": {r.error}" if r.error else ""),
+            str(r.chunks),
+            updated,
+            r.document_id,
+        )
+    console.print(table)
+    console.print(f"{len(records)} documents")
+    return EXIT_OK
+
+
+def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    files = local_files(args.folder)
+    hashes = {source: file_hash(path) for source, path in files.items()}
+    plan = plan_sync(hashes, client.documents(args.collection), delete_missing=args.sync)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=args.no_progress,
+    )
+    accepted: dict[str, str] = {}
+    finals: dict[str, DocumentStatus] = {}
+    with progress:
+        sending = progress.add_task("uploading", total=len(plan.upload) + len(plan.delete))
+        for source in plan.upload:
+            accepted[source] = client.upload(
+                files[source], collection=args.collection, name=source, wait=False
+            ).document_id
+            progress.advance(sending)
+        for record in plan.delete:
+            client.delete(record.document_id)
+            progress.advance(sending)
+        if not args.no_wait and accepted:
+            indexing = progress.add_task("indexing", total=len(accepted))
+            deadline = time.monotonic() + args.wait_timeout
+            while len(finals) < len(accepted):
+                for source, document_id in accepted.items():
+                    if source not in finals and (record := client.document(document_id)).status in FINAL_STATES:
+                        finals[source] = record
+                        progress.advance(indexing)
+                if len(finals) < len(accepted):
+                    if time.monotonic() > deadline:
+                        console.print(
+                            f"{len(accepted) - len(finals)} files not indexed within {args.wait_timeout:.0f}s"
+                        )
+                        return EXIT_FAILED
+                    time.sleep(0.2)
+    failed = {s: r for s, r in finals.items() if r.status == "failed"}
+    for source, record in failed.items():
+        console.print(f"failed: {source}: {record.error}", style="red", markup=False)
+    indexed = sum(1 for r in finals.values() if r.status == "indexed")
+    console.print(
+        f"{args.collection}: {len(plan.upload)} uploaded ({indexed} indexed, {len(failed)} failed), "
+        f"{len(plan.unchanged)} unchanged, {len(plan.delete)} deleted",
+        highlight=False,
+    )
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
+    from rag_evaluator.harness import main as harness_main
+
+    harness_args = list(args.harness_args)
+    if url_given and "--url" not in harness_args:
+        harness_args += ["--url", url_given]
+    return harness_main(harness_args)
+
+
+def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    console = Console(file=sys.stdout, highlight=False)
+    url_given = args.url or os.environ.get("RAG_URL")
+    if args.command == "eval":
+        return cmd_eval(args, url_given)
+    try:
+        with RagClient(url_given, api_key=args.api_key, timeout_s=args.timeout) as client:
+            if args.command == "ask":
+                return cmd_ask(console, client, args)
+            if args.command == "chat":
+                return cmd_chat(console, client, args, read)
+            if args.command == "docs":
+                return cmd_docs(console, client, args)
+            return cmd_ingest(console, client, args)
+    except RagError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (NotADirectoryError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except httpx.HTTPError as exc:
+        print(f"error: cannot talk to the gateway: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,601 @@
+"""Prompt-injection checks (pure, no I/O): planted instructions in documents, attacks in questions,
+suspicious model output.
+
+Rules, not a classifier: every verdict names the pattern family that fired, runs in microseconds
+and needs no model download. The well-known detectors (LLM Guard, Rebuff) rely on a fine-tuned
+model from a model hub, which this system must not need. The patterns are deliberately narrow:
+documentation is full of imperatives ("Click Save", "Run make install") and of text *about*
+prompts ("a system prompt such as 'You are a helpful assistant'"), and neither must fire. What
+fires is text that talks to the assistant reading it, overrides its rules, forges a role marker or
+a citation, asks for secrets to be sent somewhere, or hides itself from a human reader.
+
+Documents: `find_instruction_spans` marks whole sentences (or lines, for role markers), so
+`strip_spans` leaves readable text. Questions: `check_question` normalises the question (Unicode
+compatibility forms, homoglyphs, zero-width characters) and also looks inside decoded forms
+(base64, hex, rot13, leetspeak). Model output: `check_output`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+INJECTION_REFUSAL = "I can't help with that request. I answer questions about the documents in this collection."
+
+# Kinds of planted text in documents.
+DOCUMENT_KINDS = (
+    "addressed_to_assistant",
+    "override",
+    "fake_system_prompt",
+    "fake_citation",
+    "exfiltration",
+    "planted_secret",
+    "hidden_text",
+)
+# Kinds of attack in questions.
+QUESTION_KINDS = (
+    "override",
+    "prompt_extraction",
+    "secret_extraction",
+    "role_play",
+    "fake_system_prompt",
+    "encoded",
+    "obfuscated",
+)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of document text that reads as an instruction to the model, not as content."""
+
+    start: int
+    end: int
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class QuestionVerdict:
+    suspected: bool
+    kinds: tuple[str, ...]
+    matched: tuple[str, ...]  # the text that fired, per kind, for logs and flag details
+
+
+# --- shared vocabulary --------------------------------------------------------------------------
+
+_I = re.IGNORECASE
+_AI = r"(?:ai|a\.i\.|assistants?|chat ?bots?|bots?|llms?|language models?|(?:the |this )?models?|gpts?|copilots?)"
+_INSTRUCTIONS = (
+    r"(?:instructions?|prompts?|rules|guidelines|directions|directives|guardrails|restrictions|constraints|"
+    r"programming|system (?:prompt|message)|commands?|orders)"
+)
+_OVERRIDE_VERB = r"(?:ignore|disregard|forget|override|bypass|neglect|abandon|discard)"
+_PREVIOUS = (
+    r"(?:previous|prior|above|earlier|preceding|former|initial|original|existing|system|safety|all|your|these|those|"
+    r"any)"
+)
+_SECRET = (
+    r"(?:passwords?|passwd|passphrases?|credentials?|api[ _-]?keys?|secret(?: key)?s?|access (?:keys?|tokens?)|"
+    r"auth(?:entication)? tokens?|tokens|private keys?|ssh keys?|env(?:ironment)? var(?:iable)?s?|"
+    r"connection strings?|session cookies?|2fa codes?|recovery codes?)"
+)
+_EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+_URL = r"https?://\S+"
+
+ZERO_WIDTH = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\u180e\ufeff\U000e0000-\U000e007f]")
+_TAG_CHARS = re.compile("[\U000e0000-\U000e007f]")  # Unicode "tag" letters: invisible ASCII smuggling
+
+# Lookalike letters from Cyrillic and Greek that NFKC leaves alone.
+_HOMOGLYPHS = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s",
+        "ԁ": "d", "һ": "h", "ӏ": "l", "ɡ": "g", "А": "A", "В": "B", "Е": "E", "К": "K", "М": "M", "Н": "H",
+        "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I", "Ј": "J", "Ѕ": "S", "α": "a", "ο": "o",
+        "ρ": "p", "ν": "v", "ι": "i", "κ": "k", "τ": "t", "Α": "A", "Β": "B", "Ε": "E", "Ι": "I", "Κ": "K",
+        "Μ": "M", "Ν": "N", "Ο": "O", "Ρ": "P", "Τ": "T", "Χ": "X", "Υ": "Y", "Ζ": "Z",
+    }
+)  # fmt: skip
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+
+
+def normalise(text: str) -> str:
+    """Compatibility forms folded, lookalike letters mapped to Latin, invisible characters dropped."""
+    text = unicodedata.normalize("NFKC", text).translate(_HOMOGLYPHS)
+    return ZERO_WIDTH.sub("", text)
+
+
+# --- documents ----------------------------------------------------------------------------------
+
+# A forged role marker: "SYSTEM:", "ADMIN OVERRIDE:", or "System:" followed by words to the model
+# (a plain "System: macOS 13 or later" in a requirements list is documentation).
+_ROLE_MARKER = (
+    r"(?:(?-i:SYSTEM|ADMIN|DEVELOPER|ASSISTANT)(?-i: OVERRIDE| PROMPT| MESSAGE| NOTICE| UPDATE)?[ \t*_\]]*:"
+    r"|(?:system|developer)(?: prompt| message| override| instructions?)?[ \t*_\]]*:(?=[ \t*_]*(?:you|ignore|disregard|"
+    r"forget|new|always|never|respond|answer|reply|from now|the assistant|assistant|ai)\b))"
+)
+
+# Patterns judged one sentence at a time; the whole sentence becomes the span.
+_SENTENCE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fake_system_prompt", re.compile(rf"^[ \t>*#_\[]*{_ROLE_MARKER}", _I)),
+    ("addressed_to_assistant", re.compile(r"\byou are now in (?:\w+ )?mode\b", _I)),
+    (
+        "override",
+        re.compile(
+            rf"\b{_OVERRIDE_VERB}\s+(?:(?:all|any|every|of|the)\s+)*{_PREVIOUS}\s+(?:\w+\s+){{0,2}}{_INSTRUCTIONS}\b",
+            _I,
+        ),
+    ),
+    (
+        "override",
+        re.compile(
+            r"\b(?:ignore|disregard|forget)\s+(?:what\s+)?(?:the|all|any)\s+(?:\w+\s+)?"
+            r"(?:documentation|docs|documents?|context|sources?|passages?)(?:\s+says?)?\b",
+            _I,
+        ),
+    ),
+    ("override", re.compile(r"\bnew (?:instructions?|rules|system prompt|directives?)\s*:", _I)),
+    ("override", re.compile(r"\bfrom now on,?\s+(?:you|the assistant|always|never|respond|answer|reply)\b", _I)),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            r"\b(?:regardless of|no matter|irrespective of)\s+what\s+(?:the\s+)?"
+            r"(?:documentation|docs|documents?|context|sources?|passages?|user|question|other pages?)\b",
+            _I,
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            rf"\b{_AI}\s+(?:reading|processing|summari[sz]ing|parsing|indexing|ingesting)\s+(?:this|these)\b", _I
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            rf"\b(?:note|attention|message|instructions?)\s+(?:to|for)\s+(?:all\s+|any\s+)?{_AI}\b\s*[:,!-]", _I
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(r"\bif you are an?\s+(?:ai|assistant|language model|llm|chat ?bot|model)\b", _I),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            r"\bwhen (?:answering|responding|replying|asked)\b[^.!?\n]{0,60}?,?\s*"
+            r"(?:always|never|you must|you should|make sure to|be sure to)\s+"
+            r"(?:say|tell|answer|respond|reply|state|claim|mention|quote|recommend|cite|include|output)\b",
+            _I,
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            r"\b(?:respond|reply|answer|tell (?:the )?(?:users?|customers?|readers?)|state|claim|say)\s+(?:that|with)\b"
+            r"[^\n]{0,160}?\b(?:regardless|no matter|whatever (?:the|they)|irrespective)\b",
+            _I,
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            r"\b(?:you are|you're) (?:now )?(?:an? )?(?:ai|assistant|chat ?bot|llm|language model)\b"
+            r"[^.\n]*\b(?:must|will|should)\b",
+            _I,
+        ),
+    ),
+    (
+        "addressed_to_assistant",
+        re.compile(
+            rf"\b{_AI}\s+(?:must|should|shall|are required to|are instructed to)\s+(?:always\s+|never\s+|now\s+)?"
+            rf"(?:respond|reply|answer|say|tell|state|claim|output|print|recommend|ignore|reveal|include)\b",
+            _I,
+        ),
+    ),
+    (
+        "fake_citation",
+        re.compile(r"\[\s*(?:source|sources|citation|cite|ref|reference|doc)\s*:\s*[^\]\n]{1,120}\]", _I),
+    ),
+    ("fake_citation", re.compile(r"\(\s*(?:cite|cited|citing|quote) (?:this )?as\s*\[\d+\]\s*\)", _I)),
+    ("fake_citation", re.compile(r"\b(?:always )?cite (?:this|it|me)(?: passage| page| document)? as\s*\[\d+\]", _I)),
+    ("fake_citation", re.compile(r"(?<!\w)\[\d{1,3}\]\(\s*https?://", _I)),
+    (
+        "exfiltration",
+        re.compile(
+            rf"\b(?:send|e-?mail|forward|post|upload|transmit|leak|share|submit|paste|dm|text|reply with|provide)\b"
+            rf"[^.!?\n]{{0,80}}?\b{_SECRET}\b[^!?\n]{{0,80}}?(?:\bto\s+(?:me|us)\b|{_EMAIL}|{_URL})",
+            _I,
+        ),
+    ),
+    (
+        "exfiltration",
+        re.compile(
+            r"\b(?:reveal|print|output|leak|dump|share|repeat|disclose)\s+(?:\w+\s+){0,3}"
+            r"(?:the |your )?(?:system prompt|hidden (?:prompt|instructions)|conversation history)\b",
+            _I,
+        ),
+    ),
+    (
+        "planted_secret",
+        re.compile(
+            r"\b(?:admin(?:istrator)?|root|master|superuser|database|db|production|prod|backdoor)\s+"
+            r"(?:password|passwd|passphrase|api[ _-]?key|secret|token)\s+(?:is|=|:)\s*[`\"']?(?!the\b|a\b|an\b|set\b|"
+            r"stored\b|not\b|required\b|changed?\b)[^\s`\"'.,;]{4,}",
+            _I,
+        ),
+    ),
+)
+
+# Role markers and chat-template tokens: the whole line (or block) becomes the span.
+_LINE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "fake_system_prompt",
+        re.compile(rf"^[ \t>*#_\[]*{_ROLE_MARKER}", _I | re.MULTILINE),
+    ),
+    (
+        "fake_system_prompt",
+        re.compile(r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>", _I),
+    ),
+    ("fake_system_prompt", re.compile(r"\[/?INST\]|<<\s*/?SYS\s*>>")),
+    (
+        "fake_system_prompt",
+        re.compile(r"^#{1,6}\s*(?:system|instruction)\s*:?\s*$", _I | re.MULTILINE),
+    ),
+    (
+        "fake_system_prompt",
+        re.compile(r"</?\s*(?:system|system[-_]prompt|sys)\s*>|</\s*context(?:-[0-9a-f]+)?\s*>", _I),
+    ),
+)
+
+_HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|\Z)", re.DOTALL)
+# Inside a comment (which a reader of rendered Markdown or HTML never sees), words aimed at a model.
+_COMMENT_AIMED = re.compile(
+    rf"\b(?:{_AI}|instructions?|ignore|disregard|respond|reply|answer|say|tell|prompt|password|api key)\b", _I
+)
+_ZERO_WIDTH_RUN = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff]{3,}")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(]*[A-Z0-9<#*\-]|\[)|\n")
+
+
+def _units(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every sentence, a line break always ending one; surrounding spaces trimmed."""
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        yield from _trimmed(text, start, match.start())
+        start = match.end()
+    yield from _trimmed(text, start, len(text))
+
+
+def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        yield start, end
+
+
+def _line_of(text: str, start: int, end: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    return line_start, len(text) if line_end < 0 else line_end
+
+
+def _sentence_kind(sentence: str) -> str | None:
+    for kind, pattern in _SENTENCE_PATTERNS:
+        if pattern.search(sentence):
+            return kind
+    return None
+
+
+def _raw_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    # Comments aimed at a model are spans of their own; the sentences around them are judged
+    # without them (blanked out, offsets kept), so stripping a comment keeps its neighbours.
+    masked = text
+    for match in _HTML_COMMENT.finditer(text):
+        if _COMMENT_AIMED.search(match.group(1)) or _sentence_kind(match.group(1)):
+            yield match.start(), match.end(), "hidden_text"
+            blank = re.sub(r"[^\n]", " ", match.group(0))
+            masked = masked[: match.start()] + blank + masked[match.end() :]
+    for start, end in _units(masked):
+        sentence = masked[start:end]
+        kind = _sentence_kind(sentence)
+        if kind is None and ZERO_WIDTH.search(sentence):
+            # Instructions broken up by invisible characters ("ig\u200bnore previous instructions").
+            if _sentence_kind(normalise(sentence)) is not None:
+                kind = "hidden_text"
+        if kind is not None:
+            yield start, end, kind
+        elif _TAG_CHARS.search(sentence) or _ZERO_WIDTH_RUN.search(sentence):
+            yield start, end, "hidden_text"
+    for kind, pattern in _LINE_PATTERNS:
+        for match in pattern.finditer(masked):
+            start, end = _line_of(masked, match.start(), match.end())
+            yield from ((s, e, kind) for s, e in _trimmed(masked, start, end))
+
+
+def find_instruction_spans(text: str) -> list[Span]:
+    """Instruction-like spans planted in document text, merged where they overlap, in text order.
+
+    A merged span keeps the kind of its longest part (an HTML comment holding an override is
+    ``hidden_text``: hiding it is what gives it away).
+    """
+    raw = sorted(_raw_spans(text))
+    merged: list[list[object]] = []  # [start, end, kind, longest part]
+    for start, end, kind in raw:
+        if merged and start <= int(merged[-1][1]):  # type: ignore[call-overload]
+            last = merged[-1]
+            last[1] = max(int(last[1]), end)  # type: ignore[call-overload]
+            if end - start > int(last[3]):  # type: ignore[call-overload]
+                last[2], last[3] = kind, end - start
+        else:
+            merged.append([start, end, kind, end - start])
+    return [Span(int(s), int(e), str(k), text[int(s) : int(e)]) for s, e, k, _ in merged]  # type: ignore[call-overload]
+
+
+def strip_spans(text: str, spans: Sequence[Span] | Sequence[tuple[int, int]]) -> str:
+    """The text without the given spans, with the blank space they leave tidied up."""
+    ranges = sorted((s.start, s.end) if isinstance(s, Span) else (int(s[0]), int(s[1])) for s in spans)
+    pieces, cursor = [], 0
+    for start, end in ranges:
+        start, end = max(start, cursor), min(max(end, 0), len(text))
+        if start >= end:
+            continue
+        pieces.append(text[cursor:start])
+        cursor = end
+    pieces.append(text[cursor:])
+    out = "".join(pieces)
+    out = re.sub(r"[ \t]+\n", "\n", out)
+    out = re.sub(r"[ \t]{2,}", " ", out)
+    out = re.sub(r"\n{3,}", "\n\n", out)
+    out = re.sub(r" +([.,;:!?])", r"\1", out)
+    return out.strip()
+
+
+# --- questions ----------------------------------------------------------------------------------
+
+_HOW_TO = re.compile(
+    r"^\s*(?:how\b|where\b|can i\b|could i\b|is it possible\b|do i\b|does\b|why\b|when\b|which\b|should i\b)", _I
+)
+_SECRET_NOT_A_SECRET = (
+    r"(?!\s*(?:format|length|limits?|page|settings?|polic(?:y|ies)|rotation|expir\w*|scopes?|permissions?|"
+    r"requirements?|rules|reset|strength|manager|field|prefix|usage|header|management|used|for\s*[?.!]*\s*$|work|look|mean))"
+)
+
+_QUALIFIER = (
+    r"(?:the|all|every|any|your|its|current|real|stored|internal|hidden|secret|admin(?:istrator)?|root|master|"
+    r"database|db|server|production|prod|system|saved)"
+)
+# One optional word before the secret, but not one that makes it a question about secrets.
+_FILLER = r"(?:(?!about\b|how\b|on\b|regarding\b|where\b|why\b|if\b|whether\b|for\b|to\b)\w+\s+)?"
+
+_QUESTION_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    *((kind, p) for kind, p in _SENTENCE_PATTERNS if kind in {"override", "fake_system_prompt"}),
+    *_LINE_PATTERNS,
+    ("override", re.compile(r"\b(?:stop|quit) following\s+(?:your|the|all)\b", _I)),
+    (
+        "override",
+        re.compile(rf"\b{_OVERRIDE_VERB}\s+(?:everything|anything|all)\s+(?:above|before|you were told)\b", _I),
+    ),
+    (
+        "prompt_extraction",
+        re.compile(
+            r"\b(?:print|show|reveal|display|repeat|output|dump|leak|recite|echo|write out|spell out|tell me|give me|"
+            r"copy|paste|list|share|translate)\b[^.?!\n]{0,30}?\b(?:your|the)\s+(?:\w+\s+)?"
+            r"(?:system prompt|system message|initial prompt|hidden prompt|developer (?:prompt|message)|"
+            r"pre-?prompt|meta-?prompt|hidden instructions)\b",
+            _I,
+        ),
+    ),
+    (
+        "prompt_extraction",
+        re.compile(
+            r"\b(?:print|show|reveal|display|repeat|output|dump|leak|recite|echo|write out|tell me|give me|list|"
+            r"share)\b[^.?!\n]{0,20}?\byour\s+(?:\w+\s+)?(?:instructions|prompt|rules|guidelines|directives|configuration|"
+            r"initial message|first message)\b",
+            _I,
+        ),
+    ),
+    (
+        "prompt_extraction",
+        re.compile(
+            r"\bwhat (?:is|are|were|was) your (?:\w+\s+)?"
+            r"(?:instructions|prompt|system prompt|system message|rules|guidelines|directives)\b",
+            _I,
+        ),
+    ),
+    (
+        "prompt_extraction",
+        re.compile(
+            r"\b(?:repeat|print|output|echo|show|recite|reproduce|copy|say)\b[^.?!\n]{0,25}?"
+            r"\b(?:text|everything|words|content|message|all|what(?:'s| is| was)? (?:written|said))\s+"
+            r"(?:above|before this|so far|prior to this|at the (?:start|beginning)|verbatim)\b",
+            _I,
+        ),
+    ),
+    (
+        "prompt_extraction",
+        re.compile(
+            r"\b(?:what|how) (?:were|are) you (?:told|instructed|programmed|prompted|configured)\b"
+            r"|\b(?:everything|all|what) you (?:were|have been) (?:told|given|instructed)\b"
+            r"|\binstructions you (?:received|were given|got)\b"
+            r"|\b(?:summari[sz]e|paraphrase|translate|rephrase|encode)\s+your\s+(?:\w+\s+)?"
+            r"(?:instructions|prompt|system message|rules|guidelines)\b",
+            _I,
+        ),
+    ),
+    (
+        "secret_extraction",
+        re.compile(
+            r"\b(?:list|show|give|tell|reveal|print|dump|display|output|send|share|leak|expose|export|read out)\b"
+            rf"(?:\s+me)?\s+(?:{_QUALIFIER}\s+)*{_FILLER}{_SECRET}\b{_SECRET_NOT_A_SECRET}",
+            _I,
+        ),
+    ),
+    (
+        "secret_extraction",
+        re.compile(
+            rf"\bwhat(?:'s|\s+is|\s+are|\s+were|\s+was)\s+(?:{_QUALIFIER}\s+)+{_FILLER}{_SECRET}\b{_SECRET_NOT_A_SECRET}",
+            _I,
+        ),
+    ),
+    (
+        "role_play",
+        re.compile(
+            r"\b(?:developer|dev|debug|god|jailbreak|jailbroken|unrestricted|unfiltered|sudo|admin|maintenance|dan)\s+mode"
+            r"\s*(?::|enabled|activated|on\b|engaged)"
+            r"|\b(?:enable|enter|activate|switch to|you are in|you're in|now in|entering)\s+(?:the\s+)?"
+            r"(?:developer|dev|debug|god|jailbreak|unrestricted|unfiltered|sudo|dan)\s+mode\b",
+            _I,
+        ),
+    ),
+    ("role_play", re.compile(r"\bDAN\b")),  # "Do Anything Now", in capitals only: "Dan" is a name
+    ("role_play", re.compile(r"\bjailbr(?:eak|oken)\b|\bdo anything now\b", _I)),
+    (
+        "role_play",
+        re.compile(
+            r"\bpretend\s+(?:that\s+)?(?:you(?:'re| are)|to be)\b"
+            r"|\b(?:act|behave|respond|answer)\s+as\s+(?:if\s+you\s+(?:were|are)|an?\s+(?:\w+\s+)?(?:ai|assistant|"
+            r"model|chatbot|llm|hacker|unrestricted|unfiltered|evil|jailbroken))\b"
+            r"|\byou(?: are|'re) (?:now (?:an?|the|my|in|free|dan|called|named|unrestricted)|no longer)\b"
+            r"|\bfrom now on,? you\b"
+            r"|\brole-?play(?:ing)? as\b|\bstay in character\b|\bact as my\b",
+            _I,
+        ),
+    ),
+    (
+        "role_play",
+        re.compile(
+            r"\b(?:ai|assistant|model|chatbot|llm|bot)\s+(?:with no|without(?: any)?)\s+(?:rules|restrictions|filters|"
+            r"limits|guidelines|censorship|guardrails)\b|\bno (?:rules|restrictions|filters|guardrails) apply\b",
+            _I,
+        ),
+    ),
+    (
+        "encoded",
+        re.compile(
+            r"\b(?:decode|decipher|translate|convert|unscramble)\b[^.?!\n]{0,60}?"
+            r"\b(?:and|then)\s+(?:follow|execute|run|obey|do|act on|carry out|answer)\b",
+            _I,
+        ),
+    ),
+)
+
+_B64_BLOB = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX_BLOB = re.compile(r"(?:(?:0x|\\x)?[0-9a-fA-F]{2}[\s:,]?){10,}")
+
+
+def _decoded_base64(text: str) -> Iterator[str]:
+    for match in _B64_BLOB.finditer(text):
+        blob = match.group(0)
+        padded = blob + "=" * (-len(blob) % 4)
+        for decoder in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                raw = decoder(padded)
+            except (binascii.Error, ValueError):
+                continue
+            decoded = raw.decode("utf-8", errors="ignore")
+            if decoded and sum(c.isprintable() or c.isspace() for c in decoded) / len(decoded) > 0.9:
+                yield decoded
+                break
+
+
+def _decoded_hex(text: str) -> Iterator[str]:
+    for match in _HEX_BLOB.finditer(text):
+        digits = re.sub(r"0x|\\x|[\s:,]", "", match.group(0))
+        try:
+            yield bytes.fromhex(digits[: len(digits) // 2 * 2]).decode("utf-8", errors="ignore")
+        except ValueError:
+            continue
+
+
+def _variants(question: str) -> Iterator[tuple[str, str]]:
+    """(kind to add, text) for the question as written, normalised and decoded."""
+    yield "", question
+    plain = normalise(question)
+    if plain != question:
+        yield "obfuscated", plain
+    yield "encoded", plain.translate(_LEET)
+    yield "encoded", codecs.encode(plain, "rot13")
+    for decoded in (*_decoded_base64(plain), *_decoded_hex(plain)):
+        yield "encoded", decoded
+        yield "encoded", normalise(decoded)
+
+
+def _question_hits(text: str) -> Iterator[tuple[str, str]]:
+    how_to = bool(_HOW_TO.search(text))
+    for kind, pattern in _QUESTION_PATTERNS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        # "How do I list my API keys?" is a product question; "list API keys" is a request for them.
+        if kind == "secret_extraction" and how_to:
+            continue
+        yield kind, match.group(0)
+
+
+def check_question(question: str) -> QuestionVerdict:
+    """Whether a question tries to override the rules, extract the prompt or secrets, role-play the
+    model out of its rules, or smuggle any of that in an encoded or disguised form."""
+    kinds: dict[str, None] = {}
+    matched: dict[str, None] = {}
+    for extra, text in _variants(question):
+        for kind, fired in _question_hits(text):
+            if extra and kind in kinds:
+                continue  # already found in plain sight; decoding adds nothing
+            kinds.setdefault(kind, None)
+            if extra:
+                kinds.setdefault(extra, None)
+            matched.setdefault(fired.strip(), None)
+    if ZERO_WIDTH.search(question) and kinds:
+        kinds.setdefault("obfuscated", None)
+    return QuestionVerdict(suspected=bool(kinds), kinds=tuple(kinds), matched=tuple(matched))
+
+
+# --- model output -------------------------------------------------------------------------------
+
+# Strings that only turn up in an answer when a planted instruction or a jailbreak got through.
+KNOWN_PLANTED = ("hunter2", "i have been pwned", "pwned", "dan mode enabled", "developer mode enabled")
+_TAG_NAMES = re.compile(r"</?\s*(?:context|passage|selection)-[0-9a-f]{6,}", _I)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _shared_run(answer: str, source: str, n: int) -> str | None:
+    """The first run of ``n`` consecutive words of ``source`` that the answer repeats."""
+    source_words, answer_words = _words(source), _words(answer)
+    if len(source_words) < n or len(answer_words) < n:
+        return None
+    grams = {tuple(answer_words[i : i + n]) for i in range(len(answer_words) - n + 1)}
+    for i in range(len(source_words) - n + 1):
+        gram = tuple(source_words[i : i + n])
+        if gram in grams:
+            return " ".join(gram)
+    return None
+
+
+def check_output(answer: str, *, system_prompt: str = "", salt: str = "") -> list[str]:
+    """Why a model's answer looks like an injection got through; empty when it looks clean."""
+    reasons: list[str] = []
+    if salt and salt in answer:
+        reasons.append("the answer contains the context tags' salt")
+    if _TAG_NAMES.search(answer):
+        reasons.append("the answer names a context tag")
+    if system_prompt:
+        run = _shared_run(answer, system_prompt, 8)
+        if run:
+            reasons.append(f"the answer repeats the system prompt: {run!r}")
+    for span in find_instruction_spans(answer):
+        reasons.append(f"instruction-like text ({span.kind}): {span.text[:120]!r}")
+    lowered = answer.lower()
+    for marker in KNOWN_PLANTED:
+        if re.search(rf"(?<!\w){re.escape(marker)}(?!\w)", lowered):
+            reasons.append(f"the answer contains a known planted marker: {marker!r}")
+    return reasons

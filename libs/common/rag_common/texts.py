@@ -1,0 +1,64 @@
+"""What the system says in its own words, per collection: the refusal and the greetings.
+
+A support bot wants "I don't have information on that; contact support@example.com", an internal
+wiki "Nothing in the handbook covers that". The texts live in one JSON file named by
+``RAG_COLLECTIONS_FILE``, read by the router (greetings) and the generator (refusals)::
+
+    {"support": {"refusal": "I don't have information on that; contact support@example.com.",
+                 "greeting": "Hi! Ask me about Orbitly's plans, billing and setup."}}
+
+Collections not in the file, and texts a collection leaves out, use the defaults below.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_REFUSAL = "I don't have that in the documents."
+DEFAULT_GREETING = "Hello! Ask me anything about your documents and I will answer with citations."
+DEFAULT_THANKS = "You're welcome! Anything else I can look up in your documents?"
+
+
+class CollectionTexts(BaseModel):
+    """The texts of one collection; each at most a short paragraph."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refusal: str = Field(DEFAULT_REFUSAL, min_length=1, max_length=500)
+    greeting: str = Field(DEFAULT_GREETING, min_length=1, max_length=500)
+    thanks: str = Field(DEFAULT_THANKS, min_length=1, max_length=500)
+
+
+class CollectionTextsError(ValueError):
+    """The collections file cannot be used; the message names the file and the problem."""
+
+
+@cache
+def _load(path: Path) -> dict[str, CollectionTexts]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CollectionTextsError(f"RAG_COLLECTIONS_FILE={path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CollectionTextsError(f"RAG_COLLECTIONS_FILE={path}: expected an object of collections")
+    try:
+        return {name: CollectionTexts.model_validate(value) for name, value in raw.items()}
+    except ValidationError as exc:
+        raise CollectionTextsError(f"RAG_COLLECTIONS_FILE={path}: {exc}") from exc
+
+
+def collection_texts(path: Path | None, collection: str) -> CollectionTexts:
+    """The texts for ``collection``: from the file at ``path`` when it names it, else the defaults."""
+    if path is None:
+        return CollectionTexts()
+    return _load(path.resolve()).get(collection) or CollectionTexts()
+
+
+def check_collections_file(path: Path | None) -> None:
+    """Fail at start-up, not at the first question, when the file is unreadable or malformed."""
+    if path is not None:
+        _load(path.resolve())

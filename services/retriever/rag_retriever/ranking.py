@@ -1,0 +1,126 @@
+"""Ranking steps between the fused search hits and the passages (pure functions, no I/O).
+
+Each step is switched by a retriever setting and measured in docs/EVALUATION.md: boilerplate
+down-weighting, maximal marginal relevance (MMR), splitting two-part questions and fusing their
+rankings, and the keyword query for the sparse (BM25) side.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from rag_common.embedding import STOPWORDS
+from rag_common.vectors import Hit
+
+
+def hit_key(hit: Hit) -> tuple[str, int]:
+    return str(hit.payload.get("document_id", hit.payload.get("source", ""))), int(hit.payload.get("chunk_index", 0))
+
+
+def downweight_boilerplate(hits: Sequence[Hit], weight: float) -> list[Hit]:
+    """Multiply the fused score of navigation chunks (payload ``boilerplate``) by ``weight`` and re-rank.
+
+    "Next steps" and link lists share many words with questions while answering none; with RRF a
+    weight of 0.5 moves such a chunk below every content chunk found by both retrievers.
+    """
+    if weight >= 1.0:
+        return list(hits)
+    weighted = [replace(h, score=h.score * weight) if h.payload.get("boilerplate") else h for h in hits]
+    return sorted(weighted, key=lambda h: h.score, reverse=True)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))  # unit vectors
+
+
+def _section(hit: Hit) -> tuple[str, str, object]:
+    p = hit.payload
+    return str(p.get("source", "")), str(p.get("section", "")), p.get("page")
+
+
+def mmr(hits: Sequence[Hit], limit: int, lambda_: float) -> list[Hit]:
+    """Maximal marginal relevance: each next pick maximises ``λ·relevance − (1−λ)·redundancy``.
+
+    Relevance is the fused score scaled to 0..1 over the candidates (RRF scores are ranks, not
+    similarities); redundancy is the highest cosine to a passage already picked, and 1 for a
+    second chunk of a section already picked (the same section rarely adds a new fact).
+    """
+    pool = list(hits)
+    if not pool:
+        return []
+    high, low = max(h.score for h in pool), min(h.score for h in pool)
+    span = (high - low) or 1.0
+    relevance = {id(h): (h.score - low) / span for h in pool}
+    picked: list[Hit] = []
+    while pool and len(picked) < limit:
+        best, best_value = pool[0], -math.inf
+        for h in pool:
+            redundancy = 0.0
+            for p in picked:
+                if _section(p) == _section(h):
+                    redundancy = 1.0
+                    break
+                if h.dense and p.dense:
+                    redundancy = max(redundancy, _cosine(h.dense, p.dense))
+            value = lambda_ * relevance[id(h)] - (1 - lambda_) * redundancy
+            if value > best_value:
+                best, best_value = h, value
+        picked.append(best)
+        pool.remove(best)
+    return picked
+
+
+_PART_START = r"(?:how|what|which|why|when|where|who|whom|whose|can|could|does|do|did|is|are|should|would|will)"
+_SPLITS = (
+    re.compile(r"\?\s+(?=\S)"),  # two questions in one message
+    re.compile(rf",?\s+and\s+(?={_PART_START}\b)", re.IGNORECASE),  # "..., and how does ..."
+)
+
+
+def split_question(question: str, min_words: int = 3) -> list[str]:
+    """The parts of a two-part question ("What is X, and how does it relate to Y?"), or [] when
+    it has one part. Each part must keep ``min_words`` words, so "pros and cons" is not split."""
+    text = question.strip()
+    for pattern in _SPLITS:
+        parts = [p.strip(" ,;?") for p in pattern.split(text)]
+        parts = [p for p in parts if p]
+        if len(parts) >= 2 and all(len(p.split()) >= min_words for p in parts):
+            return [p if p.endswith("?") else f"{p}?" for p in parts[:3]]
+    return []
+
+
+def fuse(rankings: Sequence[Sequence[Hit]], rrf_k: int, weights: Sequence[float] | None = None) -> list[Hit]:
+    """Reciprocal rank fusion of several ranked hit lists (one chunk counted once, best payload kept)."""
+    scores: dict[tuple[str, int], float] = {}
+    first: dict[tuple[str, int], Hit] = {}
+    for index, ranking in enumerate(rankings):
+        weight = weights[index] if weights else 1.0
+        for rank, hit in enumerate(ranking, start=1):
+            key = hit_key(hit)
+            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
+            if key not in first or hit.similarity > first[key].similarity:
+                first[key] = hit
+    ordered = sorted(scores, key=lambda k: scores[k], reverse=True)
+    return [replace(first[k], score=scores[k]) for k in ordered]
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.'/-]*")
+_QUESTION_WORDS = frozenset(
+    """what which who whom whose when where why how can could would should will shall may might must
+    does do did is are was were please tell explain describe give list show use using used way ways
+    some any""".split()
+)
+
+
+def keyword_query(question: str) -> str:
+    """The question's content words for the sparse side: stop words and question words dropped.
+
+    BM25 already ignores stop words; dropping "how", "use", "way" and the like as well keeps the
+    sparse ranking on the subject of the question rather than on its phrasing.
+    """
+    words = [w.strip(".'/-") for w in _WORD.findall(question)]
+    kept = [w for w in words if w and w.lower() not in STOPWORDS and w.lower() not in _QUESTION_WORDS]
+    return " ".join(kept) or question

@@ -1,0 +1,80 @@
+"""The Python client against the running system: ask, stream, upload a file and a folder, list."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from rag_client import Answer, AsyncRagClient, RagClient, RagError
+from tests.conftest import System
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_async_ask_returns_a_typed_answer(system: System) -> None:
+    async with AsyncRagClient(system.base_url) as rag:
+        answer = await rag.ask("What is the API rate limit per token?")
+    assert isinstance(answer, Answer)
+    assert "600" in answer.answer
+    assert "api.md" in {c.source for c in answer.citations}
+    assert answer.flags["refused"] is False
+    assert answer.timings_ms["total"] > 0
+
+
+async def test_async_stream_yields_tokens_then_the_answer(system: System) -> None:
+    async with AsyncRagClient(system.base_url) as rag:
+        items = [item async for item in rag.stream("What uptime does the Enterprise SLA promise?")]
+    tokens = [i for i in items if isinstance(i, str)]
+    assert tokens and isinstance(items[-1], Answer)
+    assert all(isinstance(i, str) for i in items[:-1])
+    assert "".join(tokens) == items[-1].answer
+    assert "99.95%" in items[-1].answer
+
+
+async def test_sync_client_streams_and_follows_up_in_a_session(system: System) -> None:
+    session = f"client-{uuid.uuid4().hex[:8]}"
+
+    def conversation() -> tuple[list[str | Answer], Answer]:
+        with RagClient(system.base_url) as rag:
+            first = list(rag.stream("How much does the Pro plan cost per user per month?", session_id=session))
+            second = rag.ask("And what does it cost per year?", session_id=session)
+        return first, second
+
+    first, second = await asyncio.to_thread(conversation)
+    assert isinstance(first[-1], Answer) and first[-1].citations
+    assert second.rewritten_question and "pro" in second.rewritten_question.lower()
+
+
+async def test_sync_upload_waits_for_indexed_and_errors_are_typed(system: System, tmp_path: Path) -> None:
+    note = tmp_path / "client-note.md"
+    note.write_text("# Client note\n\nThe client test mascot is a purple heron named Quillon.\n")
+
+    def upload_and_ask() -> tuple[str, int, str]:
+        with RagClient(system.base_url) as rag:
+            status = rag.upload(note, collection="client-sync")
+            answer = rag.ask("What is the client test mascot?", collection="client-sync")
+            with pytest.raises(RagError) as caught:
+                rag.document("no-such-document")
+            assert caught.value.status == 404 and caught.value.code == "document_not_found"
+            return status.status, status.chunks, answer.answer
+
+    state, chunks, text = await asyncio.to_thread(upload_and_ask)
+    assert state == "indexed" and chunks >= 1
+    assert "Quillon" in text
+
+
+async def test_async_upload_folder_and_list(system: System, tmp_path: Path) -> None:
+    folder = tmp_path / "kb"
+    (folder / "team").mkdir(parents=True)
+    (folder / "team" / "roster.md").write_text("# Roster\n\nThe on-call lead this week is Marisol Okafor.\n")
+    (folder / "glossary.txt").write_text("GLOSSARY\n\nA widget-hour is one widget running for one hour.\n")
+    async with AsyncRagClient(system.base_url) as rag:
+        statuses = await rag.upload_folder(folder, collection="client-folder")
+        listed = await rag.documents("client-folder")
+        names = [c.name for c in await rag.collections()]
+    assert {k: v.status for k, v in statuses.items()} == {"glossary.txt": "indexed", "team/roster.md": "indexed"}
+    assert sorted(d.source for d in listed) == ["glossary.txt", "team/roster.md"]
+    assert "client-folder" in names

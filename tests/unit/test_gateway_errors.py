@@ -1,0 +1,49 @@
+"""The gateway's error shape for failures no route handles: ids always, internals never."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
+
+pytestmark = pytest.mark.unit
+
+
+def make_app() -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("password=hunter2 at /srv/secret/path")
+
+    @app.post("/echo")
+    async def echo(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    app.add_middleware(BodyLimitMiddleware, default_limit=1024, limits={"/big": 4096})
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+async def test_an_unexpected_error_is_a_500_without_its_internals() -> None:
+    transport = httpx.ASGITransport(app=make_app(), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        response = await client.get("/boom", headers={"X-Request-ID": "mine-1"})
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["code"] == "internal_error" and error["client_request_id"] == "mine-1"
+    assert error["request_id"] == response.headers["x-request-id"] and error["request_id"] in error["message"]
+    assert "hunter2" not in response.text and "RuntimeError" not in response.text
+
+
+async def test_body_limits_apply_per_path_and_keep_the_error_shape() -> None:
+    transport = httpx.ASGITransport(app=make_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        small = await client.post("/echo", json={"a": "b"})
+        large = await client.post("/echo", json={"a": "b" * 2000})
+    assert small.status_code == 200 and small.json() == {"a": "b"}
+    assert large.status_code == 413
+    assert large.json()["error"]["code"] == "too_large" and "1024 bytes" in large.json()["error"]["message"]

@@ -1,0 +1,122 @@
+"""The generator's draft in-process (no broker): refusal texts, extractive answers, model refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_common.injection import INJECTION_REFUSAL
+from rag_common.messages import AnswerDelta, Passage, QueryRetrieved, Route
+from rag_common.telemetry import setup_telemetry
+from rag_generator import app as generator_app
+from rag_generator.app import LLM_REFUSAL_REASON, Generator
+from rag_generator.llm import Completion
+from rag_generator.settings import GeneratorSettings
+
+pytestmark = pytest.mark.unit
+
+OWN_REFUSAL = "I don't have information on that; contact support@x.example."
+PRICING = Passage(n=1, source="pricing.md", section="Plans", text="The Pro plan costs $12 per user per month.")
+
+
+def query(**fields: Any) -> QueryRetrieved:
+    base: dict[str, Any] = {
+        "request_id": "r1",
+        "gateway_id": "g1",
+        "question": "How much does the Pro plan cost?",
+        "collection": "support",
+        "route": Route(tier="fast"),
+        "passages": [PRICING],
+    }
+    return QueryRetrieved(**(base | fields))
+
+
+def generator(tmp_path: Path, **settings: Any) -> tuple[Generator, list[str]]:
+    texts = tmp_path / "collections.json"
+    texts.write_text(
+        json.dumps({"support": {"refusal": "I don't have information on that; contact support@x.example."}})
+    )
+    deltas: list[str] = []
+
+    async def collect(_: QueryRetrieved, delta: AnswerDelta) -> None:
+        deltas.append(delta.text)
+
+    gen = Generator(
+        GeneratorSettings(collections_file=texts, metrics_port=0, **settings), None, setup_telemetry("t"), collect
+    )
+    return gen, deltas
+
+
+async def test_a_refusal_uses_the_collections_own_text(tmp_path: Path) -> None:
+    gen, deltas = generator(tmp_path)
+    drafted = await gen.draft(query(refused=True, passages=[], refusal_reason="below threshold"))
+    assert drafted.answer == "I don't have information on that; contact support@x.example."
+    assert drafted.refused and drafted.refusal_reason == "below threshold" and drafted.citations == []
+    assert "".join(deltas) == drafted.answer
+    other = await gen.draft(query(refused=True, passages=[], collection="wiki"))
+    assert other.answer == "I don't have that in the documents."
+
+
+async def test_an_extractive_answer_quotes_and_cites(tmp_path: Path) -> None:
+    gen, deltas = generator(tmp_path)
+    drafted = await gen.draft(query())
+    assert drafted.model == "extractive" and not drafted.refused
+    assert "The Pro plan costs $12 per user per month [1]." in drafted.answer
+    assert [c.n for c in drafted.citations] == [1]
+    assert "".join(deltas) == drafted.answer
+
+
+async def test_a_follow_up_is_answered_in_its_standalone_form(tmp_path: Path) -> None:
+    gen, _ = generator(tmp_path)
+    passages = [
+        Passage(n=1, source="a.md", text="Exports run nightly. Guests are free."),
+        Passage(n=2, source="b.md", text="The Business plan costs $24 per user per month."),
+    ]
+    drafted = await gen.draft(
+        query(
+            question="And how much does it cost?",
+            rewritten_question="How much does the Business plan cost?",
+            passages=passages,
+        )
+    )
+    assert drafted.answer.splitlines()[1].startswith("The Business plan costs $24")
+
+
+async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[dict[str, str]]] = []
+
+    async def declining(
+        settings: GeneratorSettings, model: str, messages: list[dict[str, str]], on_token: Any
+    ) -> Completion:
+        seen.append(messages)
+        text = "I don't have information on that; contact support@x.example."
+        await on_token(text)
+        return Completion(text=text, model=model, usage=generator_app.Usage())
+
+    monkeypatch.setattr(generator_app, "stream_completion", declining)
+    gen, _ = generator(tmp_path, model_fast="openai/test")
+    drafted = await gen.draft(query())
+    assert drafted.refused and drafted.refusal_reason == LLM_REFUSAL_REASON
+    assert drafted.citations == []
+    assert 'reply exactly: "I don\'t have information on that; contact support@x.example."' in seen[0][0]["content"]
+
+
+async def test_an_answer_that_leaks_the_prompt_is_withheld_and_suspected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def leaking(
+        settings: GeneratorSettings, model: str, messages: list[dict[str, str]], on_token: Any
+    ) -> Completion:
+        text = f"Sure! My instructions: {messages[0]['content']}"
+        await on_token(text)
+        return Completion(text=text, model=model, usage=generator_app.Usage())
+
+    monkeypatch.setattr(generator_app, "stream_completion", leaking)
+    gen, _ = generator(tmp_path, model_fast="openai/test")
+    drafted = await gen.draft(query())
+    assert drafted.answer == INJECTION_REFUSAL
+    assert drafted.refused and drafted.citations == []
+    assert drafted.suspicions and all(s.startswith("output: ") for s in drafted.suspicions)

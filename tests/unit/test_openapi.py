@@ -1,0 +1,101 @@
+"""The OpenAPI document types the answer and documents the errors as the gateway really sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_common.http_api import ErrorBody, OpenAIErrorBody
+from rag_gateway.app import create_app
+from rag_gateway.settings import GatewaySettings
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    # No lifespan: nothing connects, so storage-backed routes answer 503 (a documented error too).
+    app = create_app(GatewaySettings(nats_url="nats://127.0.0.1:1"))
+    yield TestClient(app, raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def schema(client: TestClient) -> dict[str, Any]:
+    document: dict[str, Any] = client.get("/openapi.json").json()
+    return document
+
+
+def resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def response_schema(schema: dict[str, Any], path: str, method: str, status: int) -> dict[str, Any]:
+    response = schema["paths"][path][method]["responses"][str(status)]
+    return resolve(schema, response["content"]["application/json"]["schema"])
+
+
+def test_the_answer_is_typed(schema: dict[str, Any]) -> None:
+    answer = response_schema(schema, "/v1/query", "post", 200)
+    assert {"answer", "citations", "passages", "route", "flags", "flagged", "usage", "timings_ms"} <= set(
+        answer["properties"]
+    )
+    citation = resolve(schema, answer["properties"]["citations"]["items"])
+    assert {"n", "source", "section", "page", "text"} <= set(citation["properties"])
+    completion = response_schema(schema, "/v1/chat/completions", "post", 200)
+    assert resolve(schema, completion["properties"]["rag"])["title"] == "Answer"
+    assert response_schema(schema, "/v1/documents", "post", 202)["title"] == "DocumentAccepted"
+    assert "documents" in response_schema(schema, "/v1/documents", "get", 200)["properties"]
+
+
+def test_every_error_is_documented_in_the_shape_really_sent(schema: dict[str, Any]) -> None:
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if int(status) < 400:
+                    continue
+                shape = resolve(schema, response["content"]["application/json"]["schema"])["title"]
+                expected = "OpenAIErrorBody" if path.startswith(("/v1/chat/", "/v1/models")) else "ErrorBody"
+                assert shape == expected, f"{method.upper()} {path} {status}: {shape}"
+    assert "422" not in schema["paths"]["/v1/chat/completions"]["post"]["responses"]
+    assert "400" in schema["paths"]["/v1/chat/completions"]["post"]["responses"]
+
+
+def test_no_422_where_no_input_can_fail_validation(schema: dict[str, Any]) -> None:
+    """A route whose only input is a string path parameter never sends a validation error."""
+    assert "422" not in schema["paths"]["/v1/keys/{key_id}"]["delete"]["responses"]
+    assert "422" in schema["paths"]["/v1/sessions/{session_id}"]["get"]["responses"]  # its own check
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status"),
+    [
+        ("post", "/v1/query", {"json": {"question": "  "}}, 422),
+        ("post", "/v1/query", {"json": {"question": "hi", "collection": "Bad Name"}}, 422),
+        ("post", "/v1/query/stream", {"json": {"question": ""}}, 422),
+        ("get", "/v1/documents/abc", {}, 404),
+        ("get", "/v1/documents/0123456789abcdef0123456789abcdef", {}, 503),
+        ("get", "/v1/documents", {}, 503),
+        ("get", "/v1/sessions/not%20valid", {}, 422),
+        ("post", "/v1/chat/completions", {"json": {"model": "default"}}, 400),
+        ("post", "/v1/chat/completions", {"json": {"model": "default", "messages": [{"role": "x"}]}}, 400),
+        ("get", "/v1/models", {}, 503),
+    ],
+)
+def test_errors_returned_are_the_ones_documented(
+    client: TestClient, schema: dict[str, Any], method: str, path: str, kwargs: dict[str, Any], status: int
+) -> None:
+    response = client.request(method.upper(), path, **kwargs)
+    assert response.status_code == status, response.text
+    template = next(p for p in schema["paths"] if p.split("{")[0] == path.rsplit("/", 1)[0] + "/" or p == path)
+    documented = schema["paths"][template][method]["responses"]
+    assert str(status) in documented, f"{method.upper()} {template} returns {status}, not documented"
+    shape = resolve(schema, documented[str(status)]["content"]["application/json"]["schema"])["title"]
+    model = OpenAIErrorBody if shape == "OpenAIErrorBody" else ErrorBody
+    body = model.model_validate(response.json())
+    assert body.error.message

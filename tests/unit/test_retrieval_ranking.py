@@ -1,0 +1,99 @@
+"""Unit tests for the ranking steps between fused hits and passages (MMR, boilerplate, split, fusion)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.vectors import Hit
+from rag_retriever.ranking import downweight_boilerplate, fuse, keyword_query, mmr, split_question
+from rag_retriever.rerank import LexicalReranker, make_reranker
+
+pytestmark = pytest.mark.unit
+
+
+def hit(
+    source: str, score: float, *, section: str = "", index: int = 0, dense: list[float] | None = None, **extra: object
+) -> Hit:
+    payload = {"source": source, "section": section, "chunk_index": index, "document_id": source, **extra}
+    return Hit(score=score, similarity=0.5, payload=payload, dense=dense)
+
+
+def test_boilerplate_chunks_drop_below_content_chunks() -> None:
+    hits = [hit("next.md", 0.033, boilerplate=True), hit("a.md", 0.030), hit("b.md", 0.020)]
+    ranked = downweight_boilerplate(hits, 0.5)
+    assert [h.payload["source"] for h in ranked] == ["a.md", "b.md", "next.md"]
+    assert ranked[2].score == pytest.approx(0.0165)
+
+
+def test_boilerplate_weight_one_changes_nothing() -> None:
+    hits = [hit("next.md", 0.033, boilerplate=True), hit("a.md", 0.030)]
+    assert downweight_boilerplate(hits, 1.0) == hits
+
+
+def test_mmr_skips_a_near_duplicate_for_a_different_passage() -> None:
+    hits = [
+        hit("a.md", 1.0, section="A", dense=[1.0, 0.0]),
+        hit("b.md", 0.95, section="B", dense=[0.999, 0.045]),  # almost the same text as a.md
+        hit("c.md", 0.90, section="C", dense=[0.0, 1.0]),
+        hit("d.md", 0.0, section="D", dense=[-1.0, 0.0]),  # the weakest candidate sets relevance 0
+    ]
+    assert [h.payload["source"] for h in mmr(hits, 2, 0.7)] == ["a.md", "c.md"]
+    # with lambda 1 only relevance counts
+    assert [h.payload["source"] for h in mmr(hits, 2, 1.0)] == ["a.md", "b.md"]
+
+
+def test_mmr_treats_a_second_chunk_of_a_picked_section_as_redundant() -> None:
+    hits = [
+        hit("a.md", 1.0, section="A", index=0, dense=[1.0, 0.0]),
+        hit("a.md", 0.99, section="A", index=1, dense=[0.0, 1.0]),
+        hit("b.md", 0.9, section="B", index=0, dense=[0.7, 0.7]),
+        hit("d.md", 0.0, section="D", dense=[-1.0, 0.0]),
+    ]
+    picked = mmr(hits, 3, 0.7)
+    assert [(h.payload["source"], h.payload["chunk_index"]) for h in picked] == [("a.md", 0), ("b.md", 0), ("a.md", 1)]
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "What are the key success metrics for classification, and how do they relate to choosing a model?",
+            ["What are the key success metrics for classification?", "how do they relate to choosing a model?"],
+        ),
+        (
+            "How do I reset my password? Where do I find my API key?",
+            ["How do I reset my password?", "Where do I find my API key?"],
+        ),
+        ("What are the pros and cons of streaming?", []),
+        ("How much does the Pro plan cost?", []),
+        ("Is it cheap, and why?", []),
+    ],
+)
+def test_two_part_questions_are_split_and_single_ones_are_not(question: str, parts: list[str]) -> None:
+    assert split_question(question) == parts
+
+
+def test_fusion_rewards_chunks_found_by_several_rankings_and_counts_each_once() -> None:
+    whole = [hit("a.md", 0.9), hit("b.md", 0.8)]
+    part = [hit("b.md", 0.7), hit("c.md", 0.6)]
+    fused = fuse([whole, part], rrf_k=60)
+    assert [h.payload["source"] for h in fused] == ["b.md", "a.md", "c.md"]
+    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
+
+
+def test_keyword_query_keeps_the_subject_words() -> None:
+    assert keyword_query("How can I use the Claude for Sheets extension?") == "Claude Sheets extension"
+    assert keyword_query("What is it?") == "What is it?"
+
+
+def test_lexical_reranker_lifts_the_section_whose_heading_names_the_question() -> None:
+    sibling = hit("m.md", 0.033, section="Crafting effective examples", text="Examples should be relevant and diverse.")
+    asked = hit("m.md", 0.031, section="Why use examples?", index=1, text="Examples improve accuracy and consistency.")
+    other = hit("n.md", 0.020, section="Streaming", text="Events arrive as they are produced.")
+    ranked = LexicalReranker().rerank("Why use examples when prompting?", [sibling, asked, other])
+    assert [h.payload["section"] for h in ranked] == ["Why use examples?", "Crafting effective examples", "Streaming"]
+
+
+def test_no_reranker_when_off() -> None:
+    assert make_reranker("off", 0.5, 0.3) is None
+    assert isinstance(make_reranker("lexical", 0.5, 0.3), LexicalReranker)
