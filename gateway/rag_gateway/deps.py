@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import Depends, Request
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
 from rag_common import subjects
+from rag_common.messages.query import Tier
 from rag_common.sessions import SessionStore
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry
@@ -19,6 +20,10 @@ from rag_gateway.ratelimit import RateLimiter
 from rag_gateway.settings import GatewaySettings
 
 UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")
+QUERY_OUTCOMES = ("answered", "refused")
+QUERY_ROUTES = ("/v1/query", "/v1/query/stream", "/v1/chat/completions")
+# The stages that report themselves in an answer's timings_ms (plus "total", added here).
+QUERY_STAGES = ("router", "retriever", "generator", "llm", "evaluator", "total")
 
 
 class GatewayMetrics:
@@ -31,9 +36,14 @@ class GatewayMetrics:
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
+        for route in QUERY_ROUTES:
+            self.requests.labels(route, "200")
         self.queries = Counter(
             "rag_queries_total", "Queries answered, by outcome and tier", ["outcome", "tier"], registry=registry
         )
+        for outcome in QUERY_OUTCOMES:  # every series starts at 0, so the first query shows in increase()
+            for tier in get_args(Tier):
+                self.queries.labels(outcome, tier)
         self.flags = Counter(
             "rag_gateway_answer_flags_total", "Answers returned with each flag raised", ["flag"], registry=registry
         )
@@ -61,6 +71,8 @@ class GatewayMetrics:
             registry=registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
+        for stage in QUERY_STAGES:
+            self.stage_ms.labels(stage)
 
 
 @dataclass

@@ -230,12 +230,20 @@ async def test_every_dashboard_and_alert_expression_has_data_after_a_failing_wor
                 raise AssertionError(f"dead letters seen by Prometheus: {reasons}; targets: {health}; {raw}; {rec}")
             await asyncio.sleep(0.5)
 
+        # The workload's three answered queries are scraped twice (a rate needs two samples) before
+        # any panel is read; on a fast machine the workload ends within a scrape interval or two.
+        deadline = time.monotonic() + 30
+        while not await query(client, url, "sum(rag_queries_total) >= 3 and sum(increase(rag_queries_total[5m])) > 0"):
+            assert time.monotonic() < deadline, "the workload's queries never reached Prometheus"
+            await asyncio.sleep(0.5)
+
         empty = []
         expressions = dashboard_expressions()
         for dashboard, title, expr in expressions:
             result = await query(client, url, expr)  # asserts the expression is valid
-            if dashboard in MUST_HAVE_DATA and not result:
-                empty.append(f"{dashboard} / {title}: {expr}")
+            # Data means a number: a quantile over series that saw nothing is NaN.
+            if dashboard in MUST_HAVE_DATA and not any(r["value"][1] != "NaN" for r in result):
+                empty.append(f"{dashboard} / {title}: {expr} -> {result}")
         assert not empty, "panels without data:\n" + "\n".join(empty)
         assert len(expressions) >= 50
 

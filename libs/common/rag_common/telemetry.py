@@ -69,6 +69,10 @@ class Timer:
         return self._ms if self._ms is not None else round((time.perf_counter() - self._start) * 1000, 3)
 
 
+# What each service times with ``ServiceTelemetry.stage`` (default: a stage named after the service).
+TIMED_STAGES = {"ingest": ("index",), "gateway": ()}
+
+
 @dataclass
 class ServiceTelemetry:
     """Tracer provider, Prometheus registry and the standard stage metrics of one service."""
@@ -103,6 +107,10 @@ class ServiceTelemetry:
             ["service", "stage", "reason"],
             registry=self.registry,
         )
+        # Timed stages start at 0 too: a histogram series born at its first observation never
+        # shows that observation in rate().
+        for stage in TIMED_STAGES.get(self.service, (self.service,)):
+            self.stage_seconds.labels(self.service, stage)
         self._server: ThreadingWSGIServer | None = None
 
     def declare_stage(self, stage: str) -> None:
