@@ -28,7 +28,7 @@ from nats.aio.msg import Msg
 from benchmarks.stats import median, paired_differences, summarize
 from rag_common import subjects
 from rag_common.embedding import get_embedder
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryDrafted, QueryRequested, new_id
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryDrafted, QueryRequested, new_id
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_evaluator.app import assess, final_answer
@@ -69,7 +69,7 @@ class InProcessPipeline:
         return None
 
     async def answer(self, question: str) -> QueryAnswer:
-        query = QueryRequested(request_id=new_id(), gateway_id="inprocess", question=question)
+        query = Query(request_id=new_id(), gateway_id="inprocess", question=question)
         marks = [time.perf_counter()]
         decision = decide(query, self.router_settings)
         marks.append(time.perf_counter())
@@ -122,7 +122,7 @@ class NatsClient:
         future: asyncio.Future[QueryAnswer] = asyncio.get_running_loop().create_future()
         self.waiting[rid] = future
         try:
-            message = QueryRequested(request_id=rid, gateway_id=self.gateway_id, question=question)
+            message = QueryRequested(query=Query(request_id=rid, gateway_id=self.gateway_id, question=question))
             await self.js.publish(
                 subjects.QUERY_REQUESTED,
                 message.model_dump_json().encode(),

@@ -27,7 +27,7 @@ from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.stats import summarize
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from rag_common.embedding import get_embedder
-from rag_common.messages import IngestRequested, QueryRouted, Route
+from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import open_store
 from rag_devrun.stack import Stack
 from rag_ingest.pipeline import index_document
@@ -114,7 +114,7 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
         print(f"indexed {corpus.chunks} chunks of {len(corpus.documents)} documents in {seconds:.1f}s")
         retriever = Retriever(RetrieverSettings(model_dir=model_dir, qdrant_path=work / "qdrant"), embedder, store)
         queries = [
-            QueryRouted(request_id=f"q{i}", gateway_id="profile", question=q, route=Route(tier="fast"))
+            QueryRouted(query=Query(request_id=f"q{i}", gateway_id="profile", question=q), route=Route(tier="fast"))
             for i, q in enumerate(corpus.questions)
         ]
         for query in queries[:3]:
@@ -122,7 +122,7 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
         embed, whole, cpu = [], [], []
         for query in queries:
             c0, t0 = cpu_seconds(), time.perf_counter()
-            embedder.embed_query(query.question)
+            embedder.embed_query(query.query.question)
             t1 = time.perf_counter()
             retriever.retrieve(query)
             t2 = time.perf_counter()

@@ -28,7 +28,7 @@ from typing import Any
 from qdrant_client import QdrantClient
 
 from rag_common.embedding import Embedder, SparseVector, get_embedder
-from rag_common.messages import IngestRequested, QueryRouted, Route
+from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_devrun.corpus import corpus_files
 from rag_evaluator.harness import load_dataset
@@ -89,7 +89,9 @@ def ingest(corpus: Path, collection: str, embedder: CachedEmbedder, store: Vecto
         chunks = make_chunks(request, path.read_bytes(), embedder, settings)  # type: ignore[arg-type]
         dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
         records = [
-            ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings))
+            ChunkRecord(
+                chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings).stored()
+            )
             for c, d, s in zip(chunks, dense, sparse, strict=True)
         ]
         store.replace_document(collection, request.document_id, "v", records)
@@ -125,12 +127,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         has_page = has_page or any(g.page is not None for g in question.expect.expected_sources)
         query = QueryRouted(
-            request_id=question.id, gateway_id="sweep", question=question.question, collection="sweep", route=route
+            query=Query(request_id=question.id, gateway_id="sweep", question=question.question, collection="sweep"),
+            route=route,
         )
         t0 = time.perf_counter()
         result = retriever.retrieve(query)
         times.append((time.perf_counter() - t0) * 1000)
-        passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.passages]
+        passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.retrieval.passages]
         score = score_retrieval(passages, question.expect.expected_sources)
         scores.append(score)
         details.append(

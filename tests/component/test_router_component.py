@@ -8,7 +8,7 @@ from faststream.nats import TestNatsBroker
 from rag_common import subjects
 from rag_common.broker import QUERY_JSTREAM
 from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS
-from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted
+from rag_common.messages import Query, QueryDrafted, QueryRequested, QueryRouted
 from rag_common.telemetry import setup_telemetry
 from rag_router.app import build_broker
 from rag_router.settings import RouterSettings
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.component
 
 
 def requested(question: str) -> QueryRequested:
-    return QueryRequested(request_id="r1", gateway_id="gw", question=question)
+    return QueryRequested(query=Query(request_id="r1", gateway_id="gw", question=question))
 
 
 async def test_scored_question_goes_to_retrieval_with_its_route() -> None:
@@ -68,8 +68,8 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(questi
         await capture.wait_call(timeout=5)
     assert routed == []  # nothing goes to retrieval
     [answer] = drafted
-    assert answer.answer == INJECTION_REFUSAL
-    assert answer.refused and answer.passages == [] and answer.citations == []
+    assert answer.draft.answer == INJECTION_REFUSAL
+    assert answer.draft.refused and answer.retrieval.passages == [] and answer.citations == []
     assert answer.route.tier == "blocked"
     assert set(answer.route.signals) == kinds
     assert answer.suspicions == [f"question: {', '.join(answer.route.signals)}"]

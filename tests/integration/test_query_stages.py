@@ -9,7 +9,7 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.messages import QueryRequested
+from rag_common.messages import Query, QueryRequested
 from rag_common.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
@@ -32,7 +32,9 @@ async def test_broken_message_is_dead_lettered_and_the_client_told(
         letter = json.loads((await dead.next_msg(timeout=10)).data)
         assert letter["subject"] == subjects.QUERY_REQUESTED and "invalid QueryRequested" in letter["error"]
 
-        await js.publish(subjects.QUERY_REQUESTED, json.dumps({"request_id": "r-bad", "gateway_id": "gw1"}).encode())
+        await js.publish(
+            subjects.QUERY_REQUESTED, json.dumps({"query": {"request_id": "r-bad", "gateway_id": "gw1"}}).encode()
+        )
         error = json.loads((await errors.next_msg(timeout=10)).data)
         assert error == error | {"request_id": "r-bad", "code": "invalid_message", "status": 400}
         assert "question" in error["message"]
@@ -51,12 +53,12 @@ async def test_router_replicas_share_the_work_and_each_question_is_routed_once(
         js = nc.jetstream()
         routed = await js.pull_subscribe(subjects.QUERY_ROUTED, durable="probe", stream=subjects.QUERY_STREAM)
         for i in range(40):
-            query = QueryRequested(request_id=f"r{i}", gateway_id="gw", question=f"How do I export report {i}?")
+            query = QueryRequested(query=Query(request_id=f"r{i}", gateway_id="gw", question=f"How do I export {i}?"))
             await js.publish(subjects.QUERY_REQUESTED, query.model_dump_json().encode())
         seen: list[str] = []
         while len(seen) < 40:
             for msg in await routed.fetch(40 - len(seen), timeout=10):
-                seen.append(json.loads(msg.data)["request_id"])
+                seen.append(json.loads(msg.data)["query"]["request_id"])
                 await msg.ack()
         assert sorted(seen) == sorted(f"r{i}" for i in range(40))
         handled = [t.messages.labels("router", "router", "ok")._value.get() for t in stack.telemetries]
@@ -106,10 +108,10 @@ async def test_push_consumer_left_by_an_older_version_is_replaced(
     options.services, options.gateway = ("router",), False
     async with Stack(options):
         routed = await js.pull_subscribe(subjects.QUERY_ROUTED, durable="probe", stream=subjects.QUERY_STREAM)
-        query = QueryRequested(request_id="r-old", gateway_id="gw", question="How do I export?")
+        query = QueryRequested(query=Query(request_id="r-old", gateway_id="gw", question="How do I export?"))
         await js.publish(subjects.QUERY_REQUESTED, query.model_dump_json().encode())
         message = (await routed.fetch(1, timeout=10))[0]
-        assert json.loads(message.data)["request_id"] == "r-old"
+        assert json.loads(message.data)["query"]["request_id"] == "r-old"
         info = await js.consumer_info(subjects.QUERY_STREAM, subjects.ROUTER_CONSUMER)
         assert not info.config.deliver_subject
     await nc.close()

@@ -9,7 +9,7 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.messages import QueryRouted, Route
+from rag_common.messages import Query, QueryRouted, Route
 from rag_common.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
@@ -27,10 +27,9 @@ async def test_retriever_refuses_a_bad_filter_at_once_with_a_clear_error(
         try:
             errors = await nc.subscribe(subjects.answer_subject("gw1", "*", "error"))
             query = QueryRouted(
-                request_id="r-filter",
-                gateway_id="gw1",
-                question="What is the rate limit?",
-                filters={"page": 1.5},
+                query=Query(
+                    request_id="r-filter", gateway_id="gw1", question="What is the rate limit?", filters={"page": 1.5}
+                ),
                 route=Route(tier="fast"),
             )
             await nc.jetstream().publish(subjects.QUERY_ROUTED, query.model_dump_json().encode())

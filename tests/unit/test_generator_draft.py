@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rag_common.injection import INJECTION_REFUSAL
-from rag_common.messages import AnswerDelta, Passage, QueryRetrieved, Route
+from rag_common.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route
 from rag_common.telemetry import setup_telemetry
 from rag_generator import app as generator_app
 from rag_generator.app import LLM_REFUSAL_REASON, Generator
@@ -23,15 +23,11 @@ PRICING = Passage(n=1, source="pricing.md", section="Plans", text="The Pro plan 
 
 
 def query(**fields: Any) -> QueryRetrieved:
-    base: dict[str, Any] = {
-        "request_id": "r1",
-        "gateway_id": "g1",
-        "question": "How much does the Pro plan cost?",
-        "collection": "support",
-        "route": Route(tier="fast"),
-        "passages": [PRICING],
-    }
-    return QueryRetrieved(**(base | fields))
+    """A retrieved question; each field goes to the part it belongs to (the question or the retrieval)."""
+    asked = {"request_id": "r1", "gateway_id": "g1", "question": "How much does the Pro plan cost?"}
+    asked |= {"collection": "support"} | {k: v for k, v in fields.items() if k in Query.model_fields}
+    found = {"passages": [PRICING]} | {k: v for k, v in fields.items() if k not in Query.model_fields}
+    return QueryRetrieved(query=Query(**asked), route=Route(tier="fast"), retrieval=Retrieval(**found))
 
 
 def generator(tmp_path: Path, **settings: Any) -> tuple[Generator, list[str]]:
@@ -41,7 +37,7 @@ def generator(tmp_path: Path, **settings: Any) -> tuple[Generator, list[str]]:
     )
     deltas: list[str] = []
 
-    async def collect(_: QueryRetrieved, delta: AnswerDelta) -> None:
+    async def collect(_: Query, delta: AnswerDelta) -> None:
         deltas.append(delta.text)
 
     gen = Generator(
@@ -53,20 +49,20 @@ def generator(tmp_path: Path, **settings: Any) -> tuple[Generator, list[str]]:
 async def test_a_refusal_uses_the_collections_own_text(tmp_path: Path) -> None:
     gen, deltas = generator(tmp_path)
     drafted = await gen.draft(query(refused=True, passages=[], refusal_reason="below threshold"))
-    assert drafted.answer == "I don't have information on that; contact support@x.example."
-    assert drafted.refused and drafted.refusal_reason == "below threshold" and drafted.citations == []
-    assert "".join(deltas) == drafted.answer
+    assert drafted.draft.answer == "I don't have information on that; contact support@x.example."
+    assert drafted.draft.refused and drafted.draft.refusal_reason == "below threshold" and drafted.citations == []
+    assert "".join(deltas) == drafted.draft.answer
     other = await gen.draft(query(refused=True, passages=[], collection="wiki"))
-    assert other.answer == "I don't have that in the documents."
+    assert other.draft.answer == "I don't have that in the documents."
 
 
 async def test_an_extractive_answer_quotes_and_cites(tmp_path: Path) -> None:
     gen, deltas = generator(tmp_path)
     drafted = await gen.draft(query())
-    assert drafted.model == "extractive" and not drafted.refused
-    assert "The Pro plan costs $12 per user per month [1]." in drafted.answer
+    assert drafted.draft.model == "extractive" and not drafted.draft.refused
+    assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
     assert [c.n for c in drafted.citations] == [1]
-    assert "".join(deltas) == drafted.answer
+    assert "".join(deltas) == drafted.draft.answer
 
 
 async def test_a_follow_up_is_answered_in_its_standalone_form(tmp_path: Path) -> None:
@@ -82,7 +78,7 @@ async def test_a_follow_up_is_answered_in_its_standalone_form(tmp_path: Path) ->
             passages=passages,
         )
     )
-    assert drafted.answer.splitlines()[1].startswith("The Business plan costs $24")
+    assert drafted.draft.answer.splitlines()[1].startswith("The Business plan costs $24")
 
 
 async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,7 +95,7 @@ async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, mo
     monkeypatch.setattr(generator_app, "stream_completion", declining)
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.refused and drafted.refusal_reason == LLM_REFUSAL_REASON
+    assert drafted.draft.refused and drafted.draft.refusal_reason == LLM_REFUSAL_REASON
     assert drafted.citations == []
     assert 'reply exactly: "I don\'t have information on that; contact support@x.example."' in seen[0][0]["content"]
 
@@ -117,6 +113,6 @@ async def test_an_answer_that_leaks_the_prompt_is_withheld_and_suspected(
     monkeypatch.setattr(generator_app, "stream_completion", leaking)
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.answer == INJECTION_REFUSAL
-    assert drafted.refused and drafted.citations == []
+    assert drafted.draft.answer == INJECTION_REFUSAL
+    assert drafted.draft.refused and drafted.citations == []
     assert drafted.suspicions and all(s.startswith("output: ") for s in drafted.suspicions)

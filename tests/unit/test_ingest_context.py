@@ -58,7 +58,7 @@ def test_header_is_embedded_but_never_stored_as_text() -> None:
     c = chunk("Co-pay is $20.", ("Costs",), page=3)
     req = request("Health_Plus.pdf")
     assert embedding_texts(req, [c], settings) == ["Health Plus > Costs\nCo-pay is $20."]
-    assert chunk_payload(req, c, settings)["text"] == "Co-pay is $20."
+    assert chunk_payload(req, c, settings).text == "Co-pay is $20."
 
 
 @pytest.mark.parametrize(
@@ -77,8 +77,8 @@ def test_boilerplate_is_navigation_not_content(text: str, path: tuple[str, ...],
 
 def test_boilerplate_flag_can_be_switched_off() -> None:
     c = chunk("Read on.", ("Next steps",))
-    assert chunk_payload(request("a.md"), c, IngestSettings(flag_boilerplate=True))["boilerplate"] is True
-    assert chunk_payload(request("a.md"), c, IngestSettings(flag_boilerplate=False))["boilerplate"] is False
+    assert chunk_payload(request("a.md"), c, IngestSettings(flag_boilerplate=True)).boilerplate is True
+    assert chunk_payload(request("a.md"), c, IngestSettings(flag_boilerplate=False)).boilerplate is False
 
 
 def test_index_version_changes_with_chunking_settings_only() -> None:

@@ -37,7 +37,7 @@ def payloads(data: bytes, source: str = "forum.md") -> list[dict[str, object]]:
     chunks = chunk_blocks(
         parse_document(source, data), lambda t: len(t.split()), max_tokens=200, overlap_tokens=20, min_tokens=1
     )
-    return [chunk_payload(request, c) for c in chunks]
+    return [chunk_payload(request, c).stored() for c in chunks]  # what the vector store keeps
 
 
 def test_planted_instruction_is_stored_as_offsets_into_the_chunk_text() -> None:

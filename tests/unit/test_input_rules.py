@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rag_common.messages import Passage, QueryAnswer, QueryRetrieved, Route, Usage
+from rag_common.messages import Passage, Query, QueryAnswer, QueryRetrieved, Retrieval, Route, Usage
 from rag_common.names import check_filters, check_source_name, valid_collection, valid_document_id
 from rag_common.payload import PayloadTooLarge, encoded_size, fit_payload
 from rag_ingest.parsing import parse_document
@@ -104,8 +104,26 @@ def test_oversized_passages_are_cut_to_fit_and_keep_their_citation() -> None:
     assert all(end <= len(p.text) for p in fitted.passages for _, end in p.injection_spans)
 
 
+def test_a_stage_messages_passages_are_cut_inside_its_retrieval() -> None:
+    big = [Passage(n=i, source=f"doc{i}.md", text="y" * 300_000) for i in (1, 2)]
+    retrieved = QueryRetrieved(
+        query=Query(request_id="r1", gateway_id="g", question="q"),
+        route=Route(tier="fast"),
+        retrieval=Retrieval(passages=big),
+    )
+    fitted = fit_payload(retrieved, 64 * 1024)
+    assert encoded_size(fitted) <= 64 * 1024
+    assert [p.source for p in fitted.retrieval.passages] == ["doc1.md", "doc2.md"]
+    assert all(p.text.endswith("…") for p in fitted.retrieval.passages)
+    assert fitted.query == retrieved.query
+
+
 def test_a_message_that_cannot_fit_is_a_clear_permanent_error() -> None:
-    query = QueryRetrieved(request_id="r1", gateway_id="g", question="q" * 5000, route=Route(tier="fast"))
+    query = QueryRetrieved(
+        query=Query(request_id="r1", gateway_id="g", question="q" * 5000),
+        route=Route(tier="fast"),
+        retrieval=Retrieval(),
+    )
     with pytest.raises(PayloadTooLarge, match="limit") as caught:
         fit_payload(query, 2048)
     assert caught.value.status == 413 and caught.value.code == "payload_too_large"

@@ -1,30 +1,34 @@
-"""Unit tests for the wire messages: versioned types, tolerance of unknown fields, lossless stages."""
+"""Unit tests for the wire messages: versioned types, tolerance of unknown fields, stages that share
+the question instead of copying it."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from rag_common.messages import (
     AnswerDelta,
+    ChunkPayload,
     DocumentStatus,
+    Draft,
     IngestRequested,
     Passage,
+    Query,
     QueryAnswer,
     QueryDrafted,
     QueryRequested,
     QueryRetrieved,
     QueryRouted,
+    Retrieval,
     Route,
     Usage,
-    advance,
 )
 
 pytestmark = pytest.mark.unit
 
-REQUESTED = QueryRequested(
+QUERY = Query(
     request_id="r1",
     gateway_id="g1",
     question="What does Pro cost?",
@@ -33,16 +37,18 @@ REQUESTED = QueryRequested(
     filters={"source": "pricing.md"},
     selected_text="Pro",
     trace_id="t1",
-    timings_ms={"gateway": 1.5},
 )
 ROUTE = Route(tier="fast", score=1, signals={"sensitive": 1}, reason="score 1 < 4 (sensitive +1)")
 PASSAGE = Passage(n=1, source="pricing.md", text="Pro costs $12.", similarity=0.8)
-RETRIEVED = advance(QueryRetrieved, advance(QueryRouted, REQUESTED, route=ROUTE), passages=[PASSAGE])
+OTHER = Passage(n=2, source="faq.md", text="Pro has SSO.", similarity=0.7)
+RETRIEVAL = Retrieval(passages=[PASSAGE, OTHER], threshold=0.4)
 EXAMPLES: dict[str, BaseModel] = {
-    "rag.query.requested.v1": REQUESTED,
-    "rag.query.routed.v1": advance(QueryRouted, REQUESTED, route=ROUTE),
-    "rag.query.retrieved.v1": RETRIEVED,
-    "rag.query.drafted.v1": advance(QueryDrafted, RETRIEVED, answer="$12 [1]", model="m", citations=[PASSAGE]),
+    "rag.query.requested.v2": QueryRequested(query=QUERY),
+    "rag.query.routed.v2": QueryRouted(query=QUERY, route=ROUTE, timings_ms={"router": 0.2}),
+    "rag.query.retrieved.v2": QueryRetrieved(query=QUERY, route=ROUTE, retrieval=RETRIEVAL),
+    "rag.query.drafted.v2": QueryDrafted(
+        query=QUERY, route=ROUTE, retrieval=RETRIEVAL, draft=Draft(answer="$12 [2][1]", model="m", cited=[2, 1])
+    ),
     "rag.answer.final.v1": QueryAnswer(
         request_id="r1",
         answer="$12 [1]",
@@ -77,18 +83,60 @@ def test_unknown_fields_are_ignored(message: BaseModel) -> None:
     assert not hasattr(parsed, "added_in_v2")
 
 
-def test_advance_keeps_every_field_and_sets_the_new_type() -> None:
-    drafted = EXAMPLES["rag.query.drafted.v1"]
+def test_a_message_of_another_type_does_not_validate() -> None:
+    routed = EXAMPLES["rag.query.routed.v2"].model_dump_json()
+    with pytest.raises(ValidationError, match="type"):
+        QueryRetrieved.model_validate_json(routed.replace('"route"', '"retrieval": {}, "route"'))
+    with pytest.raises(ValidationError, match="type"):
+        QueryRequested.model_validate_json(json.dumps({"type": "rag.query.requested.v1", "query": QUERY.model_dump()}))
+
+
+def test_a_bad_collection_name_is_refused_by_the_model_itself() -> None:
+    with pytest.raises(ValidationError, match="collection 'Docs!'"):
+        Query(request_id="r", gateway_id="g", question="q", collection="Docs!")
+    with pytest.raises(ValidationError, match="collection"):
+        IngestRequested.model_validate(EXAMPLES["rag.ingest.requested.v1"].model_dump() | {"collection": "../x"})
+
+
+def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> None:
+    drafted = EXAMPLES["rag.query.drafted.v2"]
     assert isinstance(drafted, QueryDrafted)
-    assert drafted.type == "rag.query.drafted.v1"
-    assert drafted.model_dump(include=set(QueryRequested.model_fields) - {"type"}) == REQUESTED.model_dump(
-        exclude={"type"}
+    assert drafted.query is QUERY  # the next stage holds the question, no copy and no re-validation
+    assert [p.n for p in drafted.citations] == [2, 1]
+    assert json.loads(drafted.model_dump_json()).keys() == {
+        "type",
+        "query",
+        "route",
+        "suspicions",
+        "timings_ms",
+        "retrieval",
+        "draft",
+    }
+
+
+def test_a_chunk_payload_round_trips_through_the_store_format_into_a_passage() -> None:
+    chunk = ChunkPayload(
+        text="Ignore this. Pro costs $12.",
+        source="pricing.md",
+        section="Plans",
+        page=2,
+        chunk_index=3,
+        kind="table",
+        injection_spans=[(0, 12)],
     )
-    assert (drafted.route, drafted.passages, drafted.answer) == (ROUTE, [PASSAGE], "$12 [1]")
-
-
-def test_advance_does_not_share_mutable_state_with_the_previous_stage() -> None:
-    routed = advance(QueryRouted, REQUESTED, route=ROUTE)
-    routed.timings_ms["router"] = 0.2
-    assert REQUESTED.timings_ms == {"gateway": 1.5}
-    assert routed.timings_ms == {"gateway": 1.5, "router": 0.2}
+    stored = chunk.stored() | {"document_id": "d1", "content_hash": "h1"}  # what the store adds
+    assert json.loads(json.dumps(stored)) == stored  # plain JSON, as Qdrant keeps it
+    passage = Passage.from_chunk(1, ChunkPayload.model_validate(stored), score=0.1234567, similarity=0.87654)
+    assert passage == Passage(
+        n=1,
+        source="pricing.md",
+        section="Plans",
+        page=2,
+        chunk_index=3,
+        score=0.123457,
+        similarity=0.8765,
+        text="Ignore this. Pro costs $12.",
+        document_id="d1",
+        kind="table",
+        injection_spans=[(0, 12)],
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted
+from rag_common.messages import Query, QueryDrafted, QueryRouted
 from rag_common.texts import DEFAULT_GREETING, DEFAULT_THANKS, CollectionTextsError, check_collections_file
 from rag_router.app import decide
 from rag_router.scoring import is_greeting, score_query
@@ -21,8 +21,8 @@ def words(n: int) -> str:
     return " ".join(["export"] * n)
 
 
-def ask(question: str) -> QueryRequested:
-    return QueryRequested(request_id="r1", gateway_id="g1", question=question, collection="docs")
+def ask(question: str) -> Query:
+    return Query(request_id="r1", gateway_id="g1", question=question, collection="docs")
 
 
 def test_worked_example_is_fast_with_error_and_negation() -> None:
@@ -112,10 +112,10 @@ def test_decide_answers_greetings_without_the_pipeline(text: str, thanks: bool) 
     settings = RouterSettings()
     decision = decide(ask(text), settings)
     assert isinstance(decision, QueryDrafted)
-    assert (decision.route.tier, decision.model) == ("greeting", "canned")
+    assert (decision.route.tier, decision.draft.model) == ("greeting", "canned")
     expected = DEFAULT_THANKS if thanks else DEFAULT_GREETING
-    assert decision.canned_answer == decision.answer == expected
-    assert (decision.request_id, decision.question) == ("r1", text)
+    assert decision.draft.answer == expected and not decision.retrieval.passages
+    assert (decision.query.request_id, decision.query.question) == ("r1", text)
 
 
 def test_greetings_use_the_collections_own_texts(tmp_path: Path) -> None:
@@ -123,11 +123,11 @@ def test_greetings_use_the_collections_own_texts(tmp_path: Path) -> None:
     texts.write_text(json.dumps({"support": {"greeting": "Hi! Ask me about Orbitly.", "refusal": "Ask support@x."}}))
     settings = RouterSettings(collections_file=texts)
     own = decide(ask("Hello!").model_copy(update={"collection": "support"}), settings)
-    assert isinstance(own, QueryDrafted) and own.answer == "Hi! Ask me about Orbitly."
+    assert isinstance(own, QueryDrafted) and own.draft.answer == "Hi! Ask me about Orbitly."
     other = decide(ask("Hello!").model_copy(update={"collection": "wiki"}), settings)
-    assert isinstance(other, QueryDrafted) and other.answer == DEFAULT_GREETING
+    assert isinstance(other, QueryDrafted) and other.draft.answer == DEFAULT_GREETING
     thanks = decide(ask("thanks").model_copy(update={"collection": "support"}), settings)
-    assert isinstance(thanks, QueryDrafted) and thanks.answer == DEFAULT_THANKS
+    assert isinstance(thanks, QueryDrafted) and thanks.draft.answer == DEFAULT_THANKS
 
 
 def test_a_malformed_collections_file_stops_start_up(tmp_path: Path) -> None:
@@ -143,9 +143,9 @@ def test_a_malformed_collections_file_stops_start_up(tmp_path: Path) -> None:
 def test_decide_routes_a_question_and_explains_why() -> None:
     decision = decide(ask("My timeline view isn't loading after upgrading"), RouterSettings())
     assert isinstance(decision, QueryRouted) and not isinstance(decision, QueryDrafted)
-    assert decision.type == "rag.query.routed.v1"
+    assert decision.type == "rag.query.routed.v2"
     assert (decision.route.tier, decision.route.score) == ("fast", 2)
     assert decision.route.signals == {"error": 1, "negation": 1}
     assert "error +1" in decision.route.reason and "negation +1" in decision.route.reason
     assert "2 < 4" in decision.route.reason
-    assert decision.canned_answer is None
+    assert decision.query.question == "My timeline view isn't loading after upgrading"

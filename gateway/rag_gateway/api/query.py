@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_common import subjects
 from rag_common.http_api import Answer
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested, Turn
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryRequested, Turn
 from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
@@ -29,7 +29,7 @@ router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Depends(authentic
 log = logging.getLogger("rag.gateway")
 
 # Fields of the final message that are plumbing, not part of the HTTP contract.
-INTERNAL_FIELDS = {"type", "started_at"}
+INTERNAL_FIELDS = {"type"}
 
 
 class QueryIn(BaseModel):
@@ -108,15 +108,17 @@ async def submit(
         history = await conversation(gateway, body)
     pending = gateway.hub.open(rid)
     message = QueryRequested(
-        request_id=rid,
-        gateway_id=gateway.settings.gateway_id,
-        question=body.question,
-        session_id=body.session_id,
-        history=history,
-        collection=body.collection,
-        filters=body.filters,
-        selected_text=body.selected_text,
-        trace_id=current_trace_id(),
+        query=Query(
+            request_id=rid,
+            gateway_id=gateway.settings.gateway_id,
+            question=body.question,
+            session_id=body.session_id,
+            history=history,
+            collection=body.collection,
+            filters=body.filters,
+            selected_text=body.selected_text,
+            trace_id=current_trace_id(),
+        )
     )
     try:
         await gateway.broker.publish(

@@ -365,11 +365,13 @@ async def _dead_letter(
     msg: NatsMessage, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int
 ) -> None:
     raw = _raw_fields(msg.body)
+    query = raw.get("query")  # query-path messages carry their ids in the question
+    ids = query if isinstance(query, dict) else raw
     letter = DeadLetter(
         subject=msg.raw_message.subject,
         error=error,
         payload=msg.body.decode("utf-8", errors="replace"),
-        request_id=str(raw.get("request_id", "")),
+        request_id=str(ids.get("request_id", "")),
         deliveries=deliveries,
     )
     await broker.publish(letter, subjects.dlq_subject(area, stage), stream=subjects.DLQ_STREAM)

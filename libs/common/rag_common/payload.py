@@ -66,12 +66,15 @@ def fit_payload(message: M, limit: int) -> M:
 
 
 def _with_passages_cut(message: M, cap: int) -> M | None:
-    """A copy with every passage list's texts cut to ``cap`` characters; None if it has none."""
-    update: dict[str, list[Passage]] = {}
+    """A copy with every passage list's texts cut to ``cap`` characters, in nested parts too (a
+    stage message's ``retrieval``); None if it has none."""
+    update: dict[str, Any] = {}
     for name in type(message).model_fields:
         value = getattr(message, name)
         if isinstance(value, list) and value and all(isinstance(item, Passage) for item in value):
             update[name] = [_cut(passage, cap) for passage in value]
+        elif isinstance(value, BaseModel) and (part := _with_passages_cut(value, cap)) is not None:
+            update[name] = part
     return message.model_copy(update=update) if update else None
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from rag_common import subjects
 from rag_common.broker import QUERY_JSTREAM, FailureHook, consumer_config, ensure_streams, process_message
-from rag_common.messages import AnswerDelta, AnswerError, QueryRequested
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryRequested, StageMessage
 from rag_common.payload import fit_payload, payload_limit
 from rag_common.recovery import ConsumerSpec, layout_of
 from rag_common.settings import ServiceSettings
@@ -20,7 +20,7 @@ from rag_common.telemetry import ServiceTelemetry
 
 log = logging.getLogger(__name__)
 
-M = TypeVar("M", bound=QueryRequested)
+M = TypeVar("M", bound=QueryRequested | StageMessage)
 W = TypeVar("W", bound=BaseModel)
 
 
@@ -28,7 +28,9 @@ def answer_failure_hook(broker: NatsBroker) -> FailureHook:
     """Tell the waiting gateway replica that its request failed, so the client gets an error now."""
 
     async def report(fields: dict[str, Any], code: str, message: str, status: int) -> None:
-        gateway_id, request_id = fields.get("gateway_id"), fields.get("request_id")
+        query = fields.get("query")  # every query-path message carries the question as ``query``
+        ids = query if isinstance(query, dict) else fields
+        gateway_id, request_id = ids.get("gateway_id"), ids.get("request_id")
         if not (isinstance(gateway_id, str) and isinstance(request_id, str)):
             log.warning("cannot report %s to a gateway: message has no gateway_id/request_id", code)
             return
@@ -118,17 +120,17 @@ def register_query_stage(
     )
 
 
-async def publish_stage(broker: NatsBroker, message: QueryRequested, subject: str) -> None:
+async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str) -> None:
     """Hand a question to the next stage; the message id makes a redelivered stage's repeat a no-op."""
     await broker.publish(
         fit_payload(message, payload_limit(broker)),
         subject,
         stream=subjects.QUERY_STREAM,
-        headers={"Nats-Msg-Id": f"{message.request_id}:{subject}"},
+        headers={"Nats-Msg-Id": f"{message.query.request_id}:{subject}"},
     )
 
 
-async def publish_delta(broker: NatsBroker, query: QueryRequested, delta: AnswerDelta) -> None:
+async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) -> None:
     """A token delta goes straight to the connection: no span and no trace headers per token."""
     subject = subjects.answer_subject(query.gateway_id, query.request_id, "delta")
     await broker.connection.publish(subject, delta.model_dump_json().encode())

@@ -16,7 +16,7 @@ from rag_common.messages import QueryAnswer, QueryDrafted
 from rag_common.payload import fit_payload, payload_limit
 from rag_common.stage import prepare_jetstream, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, Evaluation, PassageRef, evaluate
+from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, Evaluation, evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
@@ -29,25 +29,15 @@ def assess(drafted: QueryDrafted) -> Evaluation:
     """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
     if drafted.route.tier == "greeting" and not drafted.suspicions:
         return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
-    refs = [
-        PassageRef(
-            n=p.n,
-            source=p.source,
-            section=p.section,
-            page=p.page,
-            text=p.text,
-            injection_spans=tuple(p.injection_spans),
-        )
-        for p in drafted.passages
-    ]
+    draft, retrieval = drafted.draft, drafted.retrieval
     return evaluate(
-        drafted.answer,
-        refs,
-        refused=drafted.refused,
-        question=drafted.rewritten_question or drafted.question,
+        draft.answer,
+        retrieval.passages,
+        refused=draft.refused,
+        question=retrieval.rewritten_question or drafted.query.question,
         suspicions=drafted.suspicions,
-        low_confidence=drafted.low_confidence,
-        read_all=drafted.model not in NOT_A_MODEL,
+        low_confidence=retrieval.low_confidence,
+        read_all=draft.model not in NOT_A_MODEL,
     )
 
 
@@ -67,10 +57,10 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
                 {
                     "event": "EVAL_FAIL",
                     "flag": name,
-                    "request_id": drafted.request_id,
-                    "trace_id": drafted.trace_id,
-                    "collection": drafted.collection,
-                    "model": drafted.model,
+                    "request_id": drafted.query.request_id,
+                    "trace_id": drafted.query.trace_id,
+                    "collection": drafted.query.collection,
+                    "model": drafted.draft.model,
                     "details": evaluation.details.get(name),
                 },
                 default=str,
@@ -84,32 +74,32 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
                 "gen_ai.evaluation.score.label": "fail",
                 "gen_ai.evaluation.score.value": 1.0,
                 "gen_ai.evaluation.explanation": explanation[:1000],
-                "gen_ai.response.id": drafted.request_id,
+                "gen_ai.response.id": drafted.query.request_id,
             },
         )
 
 
 def final_answer(drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswer:
+    query, draft, retrieval = drafted.query, drafted.draft, drafted.retrieval
     details = dict(evaluation.details)
-    if drafted.refused and drafted.refusal_reason:
-        details["refused"] = drafted.refusal_reason
+    if draft.refused and draft.refusal_reason:
+        details["refused"] = draft.refusal_reason
     return QueryAnswer(
-        request_id=drafted.request_id,
-        answer=drafted.answer,
-        model=drafted.model,
+        request_id=query.request_id,
+        answer=draft.answer,
+        model=draft.model,
         citations=drafted.citations,
-        passages=drafted.passages,
+        passages=retrieval.passages,
         route=drafted.route,
         flags=evaluation.flags,
         flag_details=details,
         flagged=evaluation.flagged,
-        usage=drafted.usage,
+        usage=draft.usage,
         timings_ms=drafted.timings_ms,
-        started_at=drafted.started_at,
-        trace_id=drafted.trace_id,
-        collection=drafted.collection,
-        session_id=drafted.session_id,
-        rewritten_question=drafted.rewritten_question,
+        trace_id=query.trace_id,
+        collection=query.collection,
+        session_id=query.session_id,
+        rewritten_question=retrieval.rewritten_question,
     )
 
 
@@ -135,7 +125,9 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
         if evaluation.flagged:
             flagged_total.inc()
         final = fit_payload(answer, payload_limit(broker))
-        await broker.publish(final, subjects.answer_subject(drafted.gateway_id, drafted.request_id, "final"))
+        await broker.publish(
+            final, subjects.answer_subject(drafted.query.gateway_id, drafted.query.request_id, "final")
+        )
 
     register_query_stage(
         broker,

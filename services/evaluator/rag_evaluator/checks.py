@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag_common.citations import CITATION, cited_numbers
 from rag_common.conflicts import Conflict, find_conflicts
 from rag_common.injection import strip_spans
+from rag_common.messages import Passage
 
 FLAG_NAMES = (
     "refused",
@@ -32,22 +33,9 @@ UNGROUNDED_BELOW = 0.5
 MARGINAL_BELOW = 0.67
 
 
-@dataclass(frozen=True, slots=True)
-class PassageRef:
-    """One passage the generator was given, numbered as the answer cites it."""
-
-    n: int
-    source: str
-    section: str
-    page: int | None
-    text: str
-    # Instruction-like text planted in the passage (marked at ingest): evidence of nothing.
-    injection_spans: tuple[tuple[int, int], ...] = field(default=())
-
-    @property
-    def clean_text(self) -> str:
-        """The text without its planted instructions."""
-        return strip_spans(self.text, self.injection_spans) if self.injection_spans else self.text
+def clean_text(passage: Passage) -> str:
+    """A passage's text without its planted instructions (marked at ingest): evidence of nothing."""
+    return strip_spans(passage.text, passage.injection_spans) if passage.injection_spans else passage.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +144,9 @@ class Evidence:
     numbers: frozenset[str]
 
     @classmethod
-    def of(cls, passage: PassageRef) -> Evidence:
+    def of(cls, passage: Passage) -> Evidence:
         """From the passage's source, section and text without its planted instructions."""
-        text = f"{passage.source} {passage.section} {passage.clean_text}"
+        text = f"{passage.source} {passage.section} {clean_text(passage)}"
         return cls(frozenset(_content_terms(text)), frozenset(_numbers(text)))
 
 
@@ -178,7 +166,7 @@ def sentence_support(sentence: str, evidence: Mapping[int, Evidence]) -> Support
     return Support(sentence=sentence, share=round(share, 3), missing_numbers=missing)
 
 
-def weakest_support(answer: str, passages: Sequence[PassageRef]) -> Support | None:
+def weakest_support(answer: str, passages: Sequence[Passage]) -> Support | None:
     """The least supported sentence of an answer: it decides whether the answer is grounded."""
     evidence = {p.n: Evidence.of(p) for p in passages}
     supports = [sentence_support(s, evidence) for s in answer_sentences(answer)]
@@ -190,7 +178,7 @@ def weakest_support(answer: str, passages: Sequence[PassageRef]) -> Support | No
 
 def evaluate(
     answer: str,
-    passages: Sequence[PassageRef],
+    passages: Sequence[Passage],
     *,
     refused: bool,
     cited: Sequence[int] | None = None,
@@ -249,9 +237,9 @@ def evaluate(
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
 
 
-def relevant_conflicts(passages: Sequence[PassageRef], question: str | None, answer: str) -> list[Conflict]:
+def relevant_conflicts(passages: Sequence[Passage], question: str | None, answer: str) -> list[Conflict]:
     """Conflicts between the passages' own statements (planted text excluded) that the exchange is about."""
-    conflicts = find_conflicts([PassageRef(p.n, p.source, p.section, p.page, p.clean_text) for p in passages])
+    conflicts = find_conflicts([p.model_copy(update={"text": clean_text(p)}) for p in passages])
     if question is None:
         return conflicts
     asked = f"{question} {answer}".lower()

@@ -19,7 +19,7 @@ from rag_common.broker import make_broker
 from rag_common.conflicts import find_conflicts
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
-from rag_common.messages import AnswerDelta, QueryDrafted, QueryRetrieved, Usage, advance, new_id
+from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_common.stage import (
     prepare_jetstream,
     publish_delta,
@@ -54,7 +54,7 @@ def embedding_scorer(embedder: Embedder) -> SentenceScorer:
     return score
 
 
-DeltaSink = Callable[[QueryRetrieved, AnswerDelta], Awaitable[None]]
+DeltaSink = Callable[[Query, AnswerDelta], Awaitable[None]]
 
 LLM_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
@@ -124,16 +124,17 @@ class Generator:
         self.scorer: SentenceScorer | None = None
         self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
 
-    def extract(self, query: QueryRetrieved) -> str:
+    def extract(self, retrieved: QueryRetrieved) -> str:
         """The extractive answer: planted instructions never quoted, disagreements said in words."""
-        excluded = {p.n: p.injection_spans for p in query.passages if p.injection_spans}
+        passages = retrieved.retrieval.passages
+        excluded = {p.n: p.injection_spans for p in passages if p.injection_spans}
         masked = [
             p.model_copy(update={"text": strip_spans(p.text, p.injection_spans)}) if p.injection_spans else p
-            for p in query.passages
+            for p in passages
         ]
         return extractive_answer(
-            query.rewritten_question or query.question,
-            query.passages,
+            retrieved.retrieval.rewritten_question or retrieved.query.question,
+            passages,
             max_sentences=self.settings.extractive_sentences,
             scorer=self.scorer,
             max_scored=self.settings.scored_sentences,
@@ -141,7 +142,8 @@ class Generator:
             excluded=excluded,
         )
 
-    async def draft(self, query: QueryRetrieved) -> QueryDrafted:
+    async def draft(self, retrieved: QueryRetrieved) -> QueryDrafted:
+        query, retrieval = retrieved.query, retrieved.retrieval
         attempt = new_id()
         seq = 0
 
@@ -150,25 +152,25 @@ class Generator:
             await self.on_delta(query, AnswerDelta(request_id=query.request_id, attempt=attempt, seq=seq, text=text))
             seq += 1
 
-        route = query.route
+        route = retrieved.route
         usage = Usage()
         texts = collection_texts(self.settings.collections_file, query.collection)
-        refused, reason = query.refused, query.refusal_reason
-        suspicions = list(query.suspicions)
-        if query.refused or not query.passages:
+        refused, reason = retrieval.refused, retrieval.refusal_reason
+        suspicions = list(retrieved.suspicions)
+        if retrieval.refused or not retrieval.passages:
             answer, model = texts.refusal, "none"
             refused, reason = True, reason or "no passages"
             await emit(answer)
         else:
             model_name = self.settings.model_for(route.tier)
             if model_name is None:
-                answer, model = await asyncio.to_thread(self.extract, query), EXTRACTIVE
+                answer, model = await asyncio.to_thread(self.extract, retrieved), EXTRACTIVE
                 for line in answer.splitlines(keepends=True):
                     await emit(line)
             else:
-                question = query.rewritten_question or query.question
+                question = retrieval.rewritten_question or query.question
                 salt = new_salt()
-                messages = build_messages(question, query.passages, salt, query.selected_text, texts.refusal)
+                messages = build_messages(question, retrieval.passages, salt, query.selected_text, texts.refusal)
                 started = time.perf_counter()
                 metrics = self.llm_metrics
                 with self.telemetry.tracer.start_as_current_span("llm.completion") as span:
@@ -186,7 +188,7 @@ class Generator:
                 metrics.tokens.labels(completion.model, "input").inc(completion.usage.input_tokens)
                 metrics.tokens.labels(completion.model, "output").inc(completion.usage.output_tokens)
                 metrics.cost.labels(completion.model).inc(completion.usage.cost_usd)
-                query.timings_ms["llm"] = round(elapsed * 1000, 3)
+                retrieved.timings_ms["llm"] = round(elapsed * 1000, 3)
                 answer, model, usage = completion.text.strip(), completion.model, completion.usage
                 # The refusal text is in the system prompt on purpose: saying it is no leak.
                 leaks = check_output(
@@ -201,17 +203,21 @@ class Generator:
                 elif is_refusal(answer, texts.refusal):
                     refused, reason = True, LLM_REFUSAL_REASON
         route = route.model_copy(update={"model": model})
-        return advance(
-            QueryDrafted,
-            query,
-            route=route,
+        draft = Draft(
             answer=answer,
             model=model,
-            citations=[] if refused else citations_for(answer, query.passages),
+            cited=[] if refused else [p.n for p in citations_for(answer, retrieval.passages)],
             usage=usage,
             refused=refused,
             refusal_reason=reason,
+        )
+        return QueryDrafted(
+            query=query,
+            route=route,
             suspicions=suspicions,
+            timings_ms=retrieved.timings_ms,
+            retrieval=retrieval,
+            draft=draft,
         )
 
 
@@ -219,9 +225,9 @@ def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> tu
     broker = make_broker(settings, telemetry)
     generator = Generator(settings, broker, telemetry)
 
-    async def on_retrieved(query: QueryRetrieved) -> None:
+    async def on_retrieved(retrieved: QueryRetrieved) -> None:
         with telemetry.stage("generator") as timer:
-            drafted = await generator.draft(query)
+            drafted = await generator.draft(retrieved)
         drafted.timings_ms["generator"] = timer.ms
         await publish_stage(broker, drafted, subjects.QUERY_DRAFTED)
 

@@ -6,13 +6,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
 
 from opentelemetry import trace
 
 from rag_common.embedding import Embedder
 from rag_common.injection import find_instruction_spans
-from rag_common.messages import IngestRequested
+from rag_common.messages import ChunkPayload, IngestRequested
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.parsing import parse_document
@@ -126,28 +125,28 @@ def is_boilerplate(chunk: Chunk) -> bool:
     return linked / len(visible) >= _LINK_SHARE
 
 
-def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettings | None = None) -> dict[str, Any]:
+def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettings | None = None) -> ChunkPayload:
     """What Qdrant stores with a chunk: its text, where it came from, and the instruction-like
     spans planted in it (character offsets into ``text``), so no later stage quotes them.
     ``boilerplate`` marks navigation sections (``RAG_INGEST_FLAG_BOILERPLATE``)."""
     spans = find_instruction_spans(chunk.text)
     flag = settings.flag_boilerplate if settings is not None else True
-    return {
-        "text": chunk.text,
-        "source": request.source,
-        "section": chunk.section,
-        "section_path": list(chunk.section_path),
-        "page": chunk.page,
-        "chunk_index": chunk.chunk_index,
-        "kind": chunk.kind,
-        "chunk_hash": chunk.content_hash,
-        "collection": request.collection,
-        "metadata": request.metadata,
-        "injection_spans": [[span.start, span.end] for span in spans],
-        "injection_kinds": [span.kind for span in spans],
-        "boilerplate": flag and is_boilerplate(chunk),
-        "request_id": request.request_id,  # which upload indexed this version (status repair)
-    }
+    return ChunkPayload(
+        text=chunk.text,
+        source=request.source,
+        section=chunk.section,
+        section_path=list(chunk.section_path),
+        page=chunk.page,
+        chunk_index=chunk.chunk_index,
+        kind=chunk.kind,  # type: ignore[arg-type]  # the chunker makes only "text", "table" and "faq"
+        chunk_hash=chunk.content_hash,
+        collection=request.collection,
+        metadata=request.metadata,
+        injection_spans=[(span.start, span.end) for span in spans],
+        injection_kinds=[span.kind for span in spans],
+        boilerplate=flag and is_boilerplate(chunk),
+        request_id=request.request_id,
+    )
 
 
 # Bump when parsing or chunking rules change, so stored documents are indexed again.
@@ -193,7 +192,7 @@ def index_document(
         span.set_attribute("rag.chunks", len(chunks))
         dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
     records = [
-        ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings))
+        ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings).stored())
         for c, d, s in zip(chunks, dense, sparse, strict=True)
     ]
     with tracer.start_as_current_span("ingest.upsert") as span:

@@ -14,8 +14,8 @@ from faststream.nats import NatsBroker
 from rag_common import subjects
 from rag_common.broker import PermanentError, make_broker
 from rag_common.embedding import Embedder, SparseVector, get_embedder
-from rag_common.messages import QueryRetrieved, QueryRouted, advance
-from rag_common.names import check_filters, valid_collection
+from rag_common.messages import QueryRetrieved, QueryRouted, Retrieval
+from rag_common.names import check_filters
 from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.vectors import Hit, VectorStore, open_store
@@ -107,12 +107,13 @@ class Retriever:
             return mmr(hits, s.top_k, s.mmr_lambda)
         return diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
 
-    def retrieve(self, query: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
+    def retrieve(self, routed: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
+        query = routed.query
         try:  # the gateway refuses these already; a message from elsewhere fails at once, clearly
             check_filters(query.filters)
         except ValueError as exc:
             raise PermanentError("invalid_filters", str(exc), 422) from None
-        if not valid_collection(query.collection) or not self.store.collection_exists(query.collection):
+        if not self.store.collection_exists(query.collection):  # the name itself is checked by the model
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
@@ -133,14 +134,11 @@ class Retriever:
         selection = Selection(passages=passages, refused=verdict.refused or not passages, reason=verdict.reason)
         if not passages and selection.reason is None:
             selection = Selection(passages=passages, refused=True, reason="the collection has no passages")
-        route = escalate(query.route, selection, self.settings.escalate_sources, self.settings.escalate_margin)
+        route = escalate(routed.route, selection, self.settings.escalate_sources, self.settings.escalate_margin)
         low = None
         if verdict.low_confidence and not selection.refused:
             low = f"best similarity {best:.2f} is close to this collection's threshold {threshold:.2f}"
-        return advance(
-            QueryRetrieved,
-            query,
-            route=route,
+        retrieval = Retrieval(
             passages=selection.passages,
             refused=selection.refused,
             refusal_reason=selection.reason,
@@ -148,17 +146,20 @@ class Retriever:
             threshold=threshold,
             low_confidence=low,
         )
+        return QueryRetrieved(
+            query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
+        )
 
 
 def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Retriever]) -> NatsBroker:
     broker = make_broker(settings, telemetry)
 
-    async def on_routed(query: QueryRouted) -> None:
+    async def on_routed(routed: QueryRouted) -> None:
         with telemetry.stage("retriever") as timer:
-            rewritten = await rewrite(query.question, query.history or [], settings)
+            rewritten = await rewrite(routed.query.question, routed.query.history or [], settings)
             with telemetry.tracer.start_as_current_span("hybrid_search"):
                 retrieved = await asyncio.to_thread(
-                    state["retriever"].retrieve, query, rewritten.question if rewritten else None
+                    state["retriever"].retrieve, routed, rewritten.question if rewritten else None
                 )
         retrieved.timings_ms["retriever"] = timer.ms
         await publish_stage(broker, retrieved, subjects.QUERY_RETRIEVED)

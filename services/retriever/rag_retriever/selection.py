@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.messages import Passage, Route
+from rag_common.messages import ChunkPayload, Passage, Route
 from rag_common.vectors import Hit
 
 REFUSAL_REASON = "no passage is similar enough to the question"
@@ -38,19 +38,7 @@ def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
 def to_passages(hits: Sequence[Hit]) -> list[Passage]:
     """Number hits 1..n in rank order, keeping where each came from."""
     return [
-        Passage(
-            n=i,
-            source=str(h.payload.get("source", "")),
-            section=str(h.payload.get("section", "")),
-            page=h.payload.get("page"),
-            chunk_index=int(h.payload.get("chunk_index", 0)),
-            score=round(h.score, 6),
-            similarity=round(h.similarity, 4),
-            text=str(h.payload.get("text", "")),
-            document_id=str(h.payload.get("document_id", "")),
-            kind=str(h.payload.get("kind", "text")),
-            injection_spans=[(int(a), int(b)) for a, b in h.payload.get("injection_spans") or []],
-        )
+        Passage.from_chunk(i, ChunkPayload.model_validate(h.payload), score=h.score, similarity=h.similarity)
         for i, h in enumerate(hits, start=1)
     ]
 

@@ -12,7 +12,7 @@ from prometheus_client import Counter
 from rag_common import subjects
 from rag_common.broker import make_broker
 from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS, QuestionVerdict, check_question
-from rag_common.messages import QueryDrafted, QueryRequested, QueryRouted, Route, advance
+from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
 from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import check_collections_file, collection_texts
@@ -22,7 +22,7 @@ from rag_router.settings import RouterSettings
 THANKS = re.compile(r"\b(thanks|thank you|thx|ty|cheers)\b", re.IGNORECASE)
 
 
-def blocked(query: QueryRequested, verdict: QuestionVerdict) -> QueryDrafted:
+def blocked(query: Query, verdict: QuestionVerdict) -> QueryDrafted:
     """The fixed refusal for a question that tries prompt injection: nothing retrieved, no model
     called, nothing of the question echoed; the kinds that fired are the route's signals."""
     kinds = ", ".join(verdict.kinds)
@@ -32,20 +32,17 @@ def blocked(query: QueryRequested, verdict: QuestionVerdict) -> QueryDrafted:
         signals=dict.fromkeys(verdict.kinds, 1),
         reason=f"injection suspected ({kinds}): refused without retrieval or a model",
     )
-    return advance(
-        QueryDrafted,
-        query,
+    return QueryDrafted(
+        query=query,
         route=route,
-        canned_answer=INJECTION_REFUSAL,
-        answer=INJECTION_REFUSAL,
-        model="canned",
-        refused=True,
-        refusal_reason=f"injection suspected: {kinds}",
+        draft=Draft(
+            answer=INJECTION_REFUSAL, model="canned", refused=True, refusal_reason=f"injection suspected: {kinds}"
+        ),
         suspicions=[f"question: {kinds}"],
     )
 
 
-def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | QueryDrafted:
+def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted:
     """The routing decision for one question (pure): a refusal, a canned reply or a scored tier."""
     verdict = check_question(query.question)
     if verdict.suspected:
@@ -54,7 +51,7 @@ def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | Que
         texts = collection_texts(settings.collections_file, query.collection)
         reply = texts.thanks if THANKS.search(query.question) else texts.greeting
         route = Route(tier="greeting", model="canned", reason="greeting: answered without retrieval or a model")
-        return advance(QueryDrafted, query, route=route, canned_answer=reply, answer=reply, model="canned")
+        return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"))
     score = score_query(query.question)
     route = Route(
         tier=score.tier(settings.threshold),  # type: ignore[arg-type]
@@ -62,7 +59,7 @@ def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | Que
         signals=score.signals,
         reason=score.reason(settings.threshold),
     )
-    return advance(QueryRouted, query, route=route)
+    return QueryRouted(query=query, route=route)
 
 
 def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsBroker:
@@ -76,9 +73,9 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
     for kind in QUESTION_KINDS:
         injections.labels(kind)
 
-    async def on_requested(query: QueryRequested) -> None:
+    async def on_requested(requested: QueryRequested) -> None:
         with telemetry.stage("router") as timer:
-            decision = decide(query, settings)
+            decision = decide(requested.query, settings)
         decision.timings_ms["router"] = timer.ms
         if decision.route.tier == "blocked":
             for kind in decision.route.signals:

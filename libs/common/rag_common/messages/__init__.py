@@ -1,6 +1,7 @@
 """Typed, versioned wire messages (pydantic)."""
 
-from rag_common.messages.base import Message, Timed, new_id
+from rag_common.messages.base import Message, new_id
+from rag_common.messages.chunk import ChunkKind, ChunkPayload
 from rag_common.messages.ingest import (
     DeadLetter,
     DeleteRequested,
@@ -11,39 +12,46 @@ from rag_common.messages.ingest import (
 from rag_common.messages.query import (
     AnswerDelta,
     AnswerError,
+    Draft,
     Passage,
+    Query,
     QueryAnswer,
     QueryDrafted,
     QueryRequested,
     QueryRetrieved,
     QueryRouted,
+    Retrieval,
     Route,
+    StageMessage,
     Tier,
     Turn,
     Usage,
-    advance,
 )
 
 __all__ = [
     "AnswerDelta",
     "AnswerError",
+    "ChunkKind",
+    "ChunkPayload",
     "DeadLetter",
     "DeleteRequested",
     "DocumentState",
     "DocumentStatus",
+    "Draft",
     "IngestRequested",
     "Message",
     "Passage",
+    "Query",
     "QueryAnswer",
     "QueryDrafted",
     "QueryRequested",
     "QueryRetrieved",
     "QueryRouted",
+    "Retrieval",
     "Route",
+    "StageMessage",
     "Tier",
-    "Timed",
     "Turn",
     "Usage",
-    "advance",
     "new_id",
 ]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 
 def new_id() -> str:
@@ -17,17 +16,10 @@ class Message(BaseModel):
     """A message on the wire.
 
     ``extra="ignore"`` lets an old consumer read a newer producer's message; a breaking change gets
-    a new model with a new ``type`` on a new subject instead.
+    a new model with a new ``type`` on a new subject instead. Each message narrows ``type`` to its
+    own ``Literal``: a message of another kind fails validation instead of being misread.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=False)
 
     type: str
-
-
-class Timed(Message):
-    """A message that collects how long each stage took, in milliseconds."""
-
-    request_id: str
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    started_at: float = Field(default_factory=time.time)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.messages.base import Message
+from rag_common.names import Collection
 
 DocumentState = Literal["queued", "processing", "indexed", "unchanged", "failed", "deleting"]
 
@@ -15,10 +16,10 @@ DocumentState = Literal["queued", "processing", "indexed", "unchanged", "failed"
 class IngestRequested(Message):
     """Index one uploaded document; its bytes wait in the object store under ``object_name``."""
 
-    type: str = "rag.ingest.requested.v1"
+    type: Literal["rag.ingest.requested.v1"] = "rag.ingest.requested.v1"
     request_id: str
     document_id: str
-    collection: str = "default"
+    collection: Collection = "default"
     source: str
     object_name: str
     content_hash: str
@@ -28,10 +29,12 @@ class IngestRequested(Message):
 
 
 class DeleteRequested(Message):
-    type: str = "rag.ingest.delete.v1"
+    """Remove one document: its chunks, its stored bytes and its status."""
+
+    type: Literal["rag.ingest.delete.v1"] = "rag.ingest.delete.v1"
     request_id: str
     document_id: str
-    collection: str = "default"
+    collection: Collection = "default"
 
 
 class DocumentStatus(BaseModel):
@@ -40,7 +43,7 @@ class DocumentStatus(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     document_id: str
-    collection: str
+    collection: Collection
     source: str
     status: DocumentState
     content_hash: str = ""
@@ -55,7 +58,7 @@ class DocumentStatus(BaseModel):
 class DeadLetter(Message):
     """A message that could not be processed, with the reason; replayable from ``payload``."""
 
-    type: str = "rag.dlq.v1"
+    type: Literal["rag.dlq.v1"] = "rag.dlq.v1"
     subject: str
     error: str
     payload: str

@@ -1,23 +1,29 @@
-"""Messages of the query path: one model per stage, each extending the one before.
+"""Messages of the query path: the question once, and each stage its own part.
 
-A stage receives the previous stage's model and publishes its own, so every field a later stage or
-the gateway needs travels with the question and nothing is looked up twice.
+Every stage message carries the ``Query`` as the gateway asked it (never copied field by field,
+never re-validated in-process: the next stage's message holds the same object) plus what the stages
+so far decided: the ``Route`` (router), the ``Retrieval`` (retriever), the ``Draft`` (generator).
+No model extends another, so a stage cannot confuse one stage's message with the next one's, and
+``type`` is a ``Literal``: a message on the wrong subject fails validation instead of passing.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_common.messages.base import Message, Timed
+from rag_common.messages.base import Message
+from rag_common.messages.chunk import ChunkKind, ChunkPayload
+from rag_common.names import Collection
 
 # "greeting" and "blocked" (a prompt-injection attempt, refused) skip retrieval and the model.
 Tier = Literal["fast", "strong", "greeting", "blocked"]
 
 
 class Passage(BaseModel):
-    """A retrieved chunk as the client sees it in ``passages`` and ``citations``."""
+    """A retrieved chunk, numbered as the answer cites it: the one shape of a passage everywhere
+    (stage messages, the answer's ``passages`` and ``citations``, the evaluator's checks)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -30,9 +36,26 @@ class Passage(BaseModel):
     text: str = ""
     document_id: str = ""
     similarity: float = 0.0  # dense cosine similarity to the question, used for the refusal threshold
-    kind: str = "text"
+    kind: ChunkKind = "text"
     # Character ranges of instruction-like text planted in the chunk (marked at ingest): never quoted.
     injection_spans: list[tuple[int, int]] = Field(default_factory=list)
+
+    @classmethod
+    def from_chunk(cls, n: int, chunk: ChunkPayload, *, score: float, similarity: float) -> Passage:
+        """The passage numbered ``n`` built from a stored chunk's payload."""
+        return cls(
+            n=n,
+            source=chunk.source,
+            section=chunk.section,
+            page=chunk.page,
+            chunk_index=chunk.chunk_index,
+            score=round(score, 6),
+            similarity=round(similarity, 4),
+            text=chunk.text,
+            document_id=chunk.document_id,
+            kind=chunk.kind,
+            injection_spans=list(chunk.injection_spans),
+        )
 
 
 class Route(BaseModel):
@@ -62,31 +85,27 @@ class Turn(BaseModel):
     sources: list[str] = Field(default_factory=list)
 
 
-class QueryRequested(Timed):
-    type: str = "rag.query.requested.v1"
+class Query(BaseModel):
+    """The question as the gateway asked it: set once, read by every stage, never changed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    request_id: str
     gateway_id: str
     question: str
     session_id: str | None = None
     # Earlier turns given by the caller (e.g. an OpenAI-style message list). When set they are the
     # conversation; otherwise the retriever reads the session's turns from the sessions bucket.
     history: list[Turn] | None = None
-    collection: str = "default"
+    collection: Collection = "default"
     filters: dict[str, Any] = Field(default_factory=dict)
     selected_text: str | None = None
     trace_id: str = ""
 
 
-class QueryRouted(QueryRequested):
-    type: str = "rag.query.routed.v1"
-    route: Route
-    canned_answer: str | None = None  # set for greetings: no retrieval, no LLM
-    # Why this exchange looks like prompt injection ("question: override", "output: secret"); stages
-    # append, the evaluator raises ``injection_suspected`` from it.
-    suspicions: list[str] = Field(default_factory=list)
+class Retrieval(BaseModel):
+    """What the retriever found for the question, or why it refuses."""
 
-
-class QueryRetrieved(QueryRouted):
-    type: str = "rag.query.retrieved.v1"
     rewritten_question: str | None = None  # the follow-up made standalone; None when it was one
     threshold: float = 0.0  # the collection's calibrated relevance threshold the passages were held to
     low_confidence: str | None = None  # why the passages only just passed, when they did
@@ -95,18 +114,63 @@ class QueryRetrieved(QueryRouted):
     refusal_reason: str | None = None
 
 
-class QueryDrafted(QueryRetrieved):
-    type: str = "rag.query.drafted.v1"
+class Draft(BaseModel):
+    """The answer before evaluation; ``cited`` are passage numbers (``n``) in citation order."""
+
     answer: str
     model: str
-    citations: list[Passage] = Field(default_factory=list)
+    cited: list[int] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    refused: bool = False
+    refusal_reason: str | None = None
 
 
-class QueryAnswer(Timed):
-    """The final answer, exactly the JSON body of ``POST /v1/query``."""
+class QueryRequested(Message):
+    """A question for the first stage, as the gateway publishes it."""
 
-    type: str = "rag.answer.final.v1"
+    type: Literal["rag.query.requested.v2"] = "rag.query.requested.v2"
+    query: Query
+
+
+class StageMessage(Message):
+    """What every stage after the router hands on: the question, the route, the stage timings."""
+
+    query: Query
+    route: Route
+    # Why this exchange looks like prompt injection ("question: override", "output: secret"); stages
+    # append, the evaluator raises ``injection_suspected`` from it.
+    suspicions: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class QueryRouted(StageMessage):
+    type: Literal["rag.query.routed.v2"] = "rag.query.routed.v2"
+
+
+class QueryRetrieved(StageMessage):
+    type: Literal["rag.query.retrieved.v2"] = "rag.query.retrieved.v2"
+    retrieval: Retrieval
+
+
+class QueryDrafted(StageMessage):
+    """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
+
+    type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+    draft: Draft
+
+    @property
+    def citations(self) -> list[Passage]:
+        """The cited passages, each once, in the order the answer cites them."""
+        by_n = {p.n: p for p in self.retrieval.passages}
+        return [by_n[n] for n in self.draft.cited if n in by_n]
+
+
+class QueryAnswer(Message):
+    """The final answer, exactly the JSON body of ``POST /v1/query`` (``type`` aside)."""
+
+    type: Literal["rag.answer.final.v1"] = "rag.answer.final.v1"
+    request_id: str
     answer: str
     model: str
     citations: list[Passage]
@@ -116,6 +180,7 @@ class QueryAnswer(Timed):
     flag_details: dict[str, Any] = Field(default_factory=dict)
     flagged: bool
     usage: Usage
+    timings_ms: dict[str, float] = Field(default_factory=dict)
     trace_id: str = ""
     collection: str = "default"
     session_id: str | None = None
@@ -125,7 +190,7 @@ class QueryAnswer(Timed):
 class AnswerDelta(Message):
     """One streamed piece of answer text; ``attempt`` tells deltas of a redelivered stage apart."""
 
-    type: str = "rag.answer.delta.v1"
+    type: Literal["rag.answer.delta.v1"] = "rag.answer.delta.v1"
     request_id: str
     attempt: str
     seq: int
@@ -135,18 +200,8 @@ class AnswerDelta(Message):
 class AnswerError(Message):
     """A query that cannot be answered; ``status`` is the HTTP status the gateway returns."""
 
-    type: str = "rag.answer.error.v1"
+    type: Literal["rag.answer.error.v1"] = "rag.answer.error.v1"
     request_id: str
     code: str
     message: str
     status: int = 500
-
-
-M = TypeVar("M", bound=QueryRequested)
-
-
-def advance(target: type[M], previous: QueryRequested, /, **fields: Any) -> M:
-    """Build the next stage's message from the previous one, keeping every field it carried."""
-    data = previous.model_dump(exclude={"type"})
-    data.update(fields)
-    return target.model_validate(data)
