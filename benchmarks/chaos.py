@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from benchmarks.chaos import PROCESSES, ROOT, Cluster, free_port, wait_ready
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 
 
 def rss_mb(pid: int) -> float:

@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from rag_common.natsserver import LocalNatsServer
 from rag_common.vectors import open_store
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import StackOptions
 
 ALL_SERVICES = ("ingest", "router", "retriever", "generator", "evaluator")

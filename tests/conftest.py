@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rag_common.natsserver import LocalNatsServer
 from rag_devrun.corpus import LoadResult, load_corpus
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack, StackOptions
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

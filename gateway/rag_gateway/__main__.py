@@ -8,5 +8,5 @@ from rag_gateway.settings import GatewaySettings
 
 if __name__ == "__main__":
     settings = load_settings(GatewaySettings)
-    configure_logging()
+    configure_logging(settings.log_level)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

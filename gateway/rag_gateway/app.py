@@ -16,12 +16,13 @@ from starlette.middleware.base import RequestResponseEndpoint
 from starlette.responses import Response
 
 from rag_common import subjects
-from rag_common.broker import make_broker
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
-from rag_common.stage import open_buckets, open_sessions_bucket, prepare_jetstream
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import open_buckets, open_sessions_bucket
+from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
 from rag_gateway.answers import AnswerHub
 from rag_gateway.api import collections, documents, health, keys, openai, query, sessions
@@ -83,7 +84,7 @@ async def monitor(gateway: Gateway, stats: JetStreamStats) -> None:
 
 
 def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = None) -> FastAPI:
-    telemetry = telemetry or setup_telemetry("gateway")
+    telemetry = telemetry or setup_telemetry("gateway", settings=settings)
     hub = AnswerHub()
     broker = build_broker(settings, telemetry, hub)
     gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))

@@ -6,10 +6,10 @@ import pytest
 from faststream.nats import TestNatsBroker
 
 from rag_common import subjects
-from rag_common.broker import QUERY_JSTREAM
 from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS
 from rag_common.messages import Query, QueryDrafted, QueryRequested, QueryRouted
 from rag_common.telemetry import setup_telemetry
+from rag_common.transport.streams import QUERY_JSTREAM
 from rag_router.app import build_broker
 from rag_router.settings import RouterSettings
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rag_common.natsserver import nats_server_binary
+from rag_devrun.natsserver import nats_server_binary
 
 pytestmark = pytest.mark.deploy
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from rag_common import subjects
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 from tests.support.fake_llm import FakeLLM

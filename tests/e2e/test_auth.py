@@ -20,7 +20,7 @@ import httpx
 import openai
 import pytest
 
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 from tests.support.http import parse_sse, upload, wait_for_status

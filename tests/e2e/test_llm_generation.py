@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 from tests.support.fake_llm import REPLY_CHUNKS, FakeLLM

@@ -16,7 +16,7 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 

@@ -14,7 +14,7 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.natsserver import nats_server_binary
+from rag_devrun.natsserver import nats_server_binary
 from rag_router.app import create_app
 from rag_router.settings import RouterSettings
 

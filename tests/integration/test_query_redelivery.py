@@ -15,8 +15,8 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.natsserver import LocalNatsServer
 from rag_common.telemetry import setup_telemetry
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_generator.app import create_app as create_generator
 from rag_generator.settings import GeneratorSettings

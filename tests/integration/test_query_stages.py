@@ -10,7 +10,7 @@ import pytest
 
 from rag_common import subjects
 from rag_common.messages import Query, QueryRequested
-from rag_common.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 
@@ -90,8 +90,8 @@ async def test_push_consumer_left_by_an_older_version_is_replaced(
 ) -> None:
     from nats.js.api import ConsumerConfig
 
-    from rag_common.broker import ensure_streams
     from rag_common.settings import ServiceSettings
+    from rag_common.transport.streams import ensure_streams
 
     nc = await nats.connect(nats_server.url)
     js = nc.jetstream()

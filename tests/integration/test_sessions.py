@@ -8,10 +8,10 @@ import pytest
 from faststream.nats import NatsBroker
 
 from rag_common.messages import Turn
-from rag_common.natsserver import LocalNatsServer
 from rag_common.sessions import SessionCollectionMismatch, SessionStore, valid_session_id
 from rag_common.settings import ServiceSettings
-from rag_common.stage import open_sessions_bucket
+from rag_common.transport.buckets import open_sessions_bucket
+from rag_devrun.natsserver import LocalNatsServer
 
 pytestmark = pytest.mark.integration
 

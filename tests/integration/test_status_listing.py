@@ -8,8 +8,8 @@ import nats
 import pytest
 
 from rag_common.messages import DocumentStatus
-from rag_common.natsserver import LocalNatsServer
 from rag_common.status import StatusStore
+from rag_devrun.natsserver import LocalNatsServer
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ import nats
 import pytest
 
 from rag_common import subjects
-from rag_common.natsserver import LocalNatsServer
 from rag_common.telemetry import setup_telemetry
+from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_retriever.app import create_app as create_retriever
 from rag_retriever.settings import RetrieverSettings

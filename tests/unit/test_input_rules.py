@@ -9,7 +9,7 @@ import pytest
 
 from rag_common.messages import Passage, Query, QueryAnswer, QueryRetrieved, Retrieval, Route, Usage
 from rag_common.names import check_filters, check_source_name, valid_collection, valid_document_id
-from rag_common.payload import PayloadTooLarge, encoded_size, fit_payload
+from rag_common.transport.payload import PayloadTooLarge, encoded_size, fit_payload
 from rag_ingest.parsing import parse_document
 
 pytestmark = pytest.mark.unit

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from faststream.nats.security import NatsUserPassword
 
-from rag_common.broker import nats_security
 from rag_common.runner import load_settings
 from rag_common.settings import StoreSettings
+from rag_common.transport.broker import nats_security
 from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit

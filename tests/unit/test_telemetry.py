@@ -1,17 +1,20 @@
-"""Trace export is configured from the environment: OTLP when an endpoint is set, else nothing."""
+"""Trace export is configured from the environment, through the settings: OTLP when an endpoint is set,
+console when asked, else nothing."""
 
 from __future__ import annotations
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
 from rag_common.telemetry import setup_telemetry
+from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit
 
 
 def exporters(service: str) -> list[object]:
-    provider = setup_telemetry(service).tracer_provider
+    provider = setup_telemetry(service, settings=RouterSettings()).tracer_provider
     processors = provider._active_span_processor._span_processors  # the SDK keeps no public list
     return [getattr(p, "span_exporter", None) or getattr(p, "_exporter", None) for p in processors]
 
@@ -22,11 +25,19 @@ def test_otlp_exporter_when_endpoint_is_set(monkeypatch: pytest.MonkeyPatch) -> 
     assert any(isinstance(e, OTLPSpanExporter) for e in found), found
 
 
+def test_console_exporter_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.setenv("RAG_TRACE_CONSOLE", "1")
+    found = exporters("router")
+    assert [type(e) for e in found] == [ConsoleSpanExporter], found
+
+
 def test_no_exporter_by_default_but_spans_still_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     monkeypatch.delenv("RAG_TRACE_CONSOLE", raising=False)
-    telemetry = setup_telemetry("router")
+    telemetry = setup_telemetry("router", settings=RouterSettings())
     assert exporters("router") == []
     with telemetry.tracer.start_as_current_span("x") as span:
         assert span.get_span_context().trace_id != 0

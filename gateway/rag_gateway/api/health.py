@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rag_common import subjects
-from rag_common.stage import nats_connected
+from rag_common.transport.service import nats_connected
 from rag_gateway.deps import Gateway, GatewayDep
 
 router = APIRouter(tags=["health"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -13,7 +12,10 @@ from faststream import FastStream
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
+from rag_common.settings import ServiceSettings
+
 S = TypeVar("S", bound=BaseSettings)
+R = TypeVar("R", bound=ServiceSettings)
 
 
 def load_settings(settings_cls: type[S]) -> S:
@@ -26,14 +28,16 @@ def load_settings(settings_cls: type[S]) -> S:
 
 
 def configure_logging(level: str = "INFO") -> None:
+    """Log lines with time, level and logger; ``level`` is the ``RAG_LOG_LEVEL`` setting."""
     logging.basicConfig(
-        level=os.environ.get("RAG_LOG_LEVEL", level).upper(),
+        level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
-def run_service(create_app: Callable[[S], FastStream], settings_cls: type[S]) -> None:
+def run_service(create_app: Callable[[R], FastStream], settings_cls: type[R]) -> None:
+    """``python -m <service>``: settings from the environment, then the app until SIGTERM (drained)."""
     settings = load_settings(settings_cls)
-    configure_logging()
+    configure_logging(settings.log_level)
     asyncio.run(create_app(settings).run())

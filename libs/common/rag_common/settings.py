@@ -52,7 +52,16 @@ class ServiceSettings(BaseSettings):
         description="how often a service checks that its streams and consumers exist (re-declared if not)",
     )
     metrics_host: str = Field("127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"))
+    metrics_port: int = Field(
+        0, ge=0, le=65535, description="/metrics, /livez and /readyz port (0: not served); each service sets its own"
+    )
     log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"))
+    otlp_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        description="OTLP/HTTP collector; spans leave the process only when it is set",
+    )
+    trace_console: bool = Field(False, validation_alias=_env("RAG_TRACE_CONSOLE"), description="print spans")
     concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
     max_replicas: int = Field(
         10,

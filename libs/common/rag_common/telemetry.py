@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -28,6 +27,8 @@ from opentelemetry.trace import Link, SpanKind
 from opentelemetry.util.types import Attributes
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
+
+from rag_common.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -243,26 +244,28 @@ class PollingRouteSampler(Sampler):
         return "PollingRouteSampler"
 
 
-def _default_processors() -> list[SpanProcessor]:
+def _default_processors(settings: ServiceSettings | None) -> list[SpanProcessor]:
     processors: list[SpanProcessor] = []
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    if settings is not None and settings.otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        processors.append(BatchSpanProcessor(OTLPSpanExporter()))
-    if os.environ.get("RAG_TRACE_CONSOLE", "").lower() in {"1", "true", "yes"}:
+        processors.append(BatchSpanProcessor(OTLPSpanExporter()))  # reads the OTEL_EXPORTER_OTLP_* variables
+    if settings is not None and settings.trace_console:
         processors.append(BatchSpanProcessor(ConsoleSpanExporter()))
     return processors
 
 
-def setup_telemetry(service: str, span_processors: Sequence[SpanProcessor] | None = None) -> ServiceTelemetry:
+def setup_telemetry(
+    service: str, span_processors: Sequence[SpanProcessor] | None = None, *, settings: ServiceSettings | None = None
+) -> ServiceTelemetry:
     """Build the telemetry of one service.
 
     Spans are always recorded (every answer carries a ``trace_id``); they leave the process only
-    when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set (OTLP over HTTP) or ``RAG_TRACE_CONSOLE=1``.
+    when the settings say so: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (OTLP over HTTP) or ``RAG_TRACE_CONSOLE=1``.
     """
     resource = Resource.create({"service.name": f"rag-{service}", "service.namespace": "rag"})
     provider = TracerProvider(resource=resource, sampler=ParentBased(root=PollingRouteSampler()))
-    for processor in [*_default_processors(), *(span_processors or [])]:
+    for processor in [*_default_processors(settings), *(span_processors or [])]:
         provider.add_span_processor(processor)
     return ServiceTelemetry(service=service, tracer_provider=provider)
 

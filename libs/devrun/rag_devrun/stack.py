@@ -19,8 +19,8 @@ import uvicorn
 from faststream import FastStream
 from opentelemetry.sdk.trace import SpanProcessor
 
-from rag_common.natsserver import LocalNatsServer, ensure_nats
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_devrun.natsserver import LocalNatsServer, ensure_nats
 from rag_evaluator.app import create_app as create_evaluator
 from rag_evaluator.settings import EvaluatorSettings
 from rag_gateway.app import create_app as create_gateway
@@ -103,7 +103,7 @@ class Stack:
                 settings = self._settings(settings_cls, name)
                 if replica:
                     settings.metrics_port = 0  # one metrics port per service in one process
-                telemetry = setup_telemetry(name, processors)
+                telemetry = setup_telemetry(name, processors, settings=settings)
                 app = create(settings, telemetry)
                 await app.start()
                 self.apps.append(app)
@@ -111,7 +111,7 @@ class Stack:
         if not self.options.gateway:
             return
         gateway_settings = self._settings(GatewaySettings, "gateway", host=self.options.host, port=self.options.port)
-        gateway = create_gateway(gateway_settings, setup_telemetry("gateway", processors))
+        gateway = create_gateway(gateway_settings, setup_telemetry("gateway", processors, settings=gateway_settings))
         config = uvicorn.Config(
             gateway, host=self.options.host, port=self.options.port, log_level="warning", lifespan="on"
         )

@@ -7,15 +7,16 @@ import logging
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
 from rag_common import subjects
-from rag_common.broker import make_broker
 from rag_common.messages import QueryAnswer, QueryDrafted
-from rag_common.payload import fit_payload, payload_limit
-from rag_common.stage import prepare_jetstream, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.transport.broker import make_broker
+from rag_common.transport.consuming import register_query_stage
+from rag_common.transport.publishing import publish_answer
+from rag_common.transport.service import create_service, register_ping
 from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, Evaluation, evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
@@ -113,8 +114,10 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
         flags_total.labels(name)
 
     async def on_drafted(drafted: QueryDrafted) -> None:
-        with telemetry.stage("evaluator") as timer, telemetry.tracer.start_as_current_span("evaluator.assess") as span:
+        with telemetry.stage("evaluator") as timer:
             evaluation = assess(drafted)
+            # On the message's own "process" span: no span of its own for a few milliseconds of checks.
+            span = get_current_span()
             span.set_attribute("rag.flagged", evaluation.flagged)
             report_failures(drafted, evaluation, span)
         drafted.timings_ms["evaluator"] = timer.ms
@@ -124,10 +127,7 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
                 flags_total.labels(name).inc()
         if evaluation.flagged:
             flagged_total.inc()
-        final = fit_payload(answer, payload_limit(broker))
-        await broker.publish(
-            final, subjects.answer_subject(drafted.query.gateway_id, drafted.query.request_id, "final")
-        )
+        await publish_answer(broker, drafted.query, answer)
 
     register_query_stage(
         broker,
@@ -143,17 +143,5 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
 
 
 def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
-    telemetry = telemetry or setup_telemetry("evaluator")
-    broker = build_broker(settings, telemetry)
-    app = FastStream(broker)
-
-    @app.on_startup
-    async def startup() -> None:
-        await prepare_jetstream(broker, settings)
-        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
-
-    @app.after_shutdown
-    async def stop_health() -> None:
-        telemetry.stop_serving()
-
-    return app
+    telemetry = telemetry or setup_telemetry("evaluator", settings=settings)
+    return create_service(build_broker(settings, telemetry), settings, telemetry)

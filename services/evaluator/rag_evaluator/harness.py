@@ -822,7 +822,7 @@ async def in_process_system(options: EvalOptions, say: Callable[[str], None]) ->
     therefore idempotent re-ingest survive) keeps the run from sharing queue groups with any other
     system on the default NATS, whose workers would answer from their own vector store.
     """
-    from rag_common.natsserver import LocalNatsServer  # imported here: only this path needs the services
+    from rag_devrun.natsserver import LocalNatsServer  # imported here: only this path needs the services
     from rag_devrun.stack import Stack, StackOptions
 
     server: LocalNatsServer | None = None

@@ -15,21 +15,16 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
 from rag_common import subjects
-from rag_common.broker import make_broker
 from rag_common.conflicts import find_conflicts
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
 from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
-from rag_common.stage import (
-    prepare_jetstream,
-    publish_delta,
-    publish_stage,
-    register_ping,
-    register_query_stage,
-    serve_health,
-)
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import check_collections_file, collection_texts
+from rag_common.transport.broker import make_broker
+from rag_common.transport.consuming import register_query_stage
+from rag_common.transport.publishing import publish_delta, publish_stage
+from rag_common.transport.service import create_service, register_ping
 from rag_generator.citations import citations_for, is_refusal
 from rag_generator.extractive import SentenceScorer, extractive_answer
 from rag_generator.llm import stream_completion
@@ -252,12 +247,10 @@ def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> tu
 
 
 def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
-    telemetry = telemetry or setup_telemetry("generator")
+    telemetry = telemetry or setup_telemetry("generator", settings=settings)
     broker, generator = build_broker(settings, telemetry)
-    app = FastStream(broker)
 
-    @app.on_startup
-    async def startup() -> None:
+    async def load() -> None:
         check_collections_file(settings.collections_file)
         if settings.configured_models():
             # litellm takes seconds to import: pay that at start-up, not on the first question.
@@ -265,11 +258,5 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
         if settings.sentence_scoring:
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
             generator.scorer = embedding_scorer(embedder)
-        await prepare_jetstream(broker, settings)
-        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
 
-    @app.after_shutdown
-    async def stop_health() -> None:
-        telemetry.stop_serving()
-
-    return app
+    return create_service(broker, settings, telemetry, load=load)

@@ -14,12 +14,15 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
 from rag_common import subjects
-from rag_common.broker import INGEST_JSTREAM, PermanentError, make_broker
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_common.stage import open_buckets, prepare_jetstream, register_ping, register_work_queue, serve_health
 from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import open_buckets
+from rag_common.transport.consuming import PermanentError, register_work_queue
+from rag_common.transport.service import create_service, register_ping
+from rag_common.transport.streams import INGEST_JSTREAM
 from rag_common.vectors import VectorStore, open_store
 from rag_ingest.parsing import ParseError, UnsupportedFileType
 from rag_ingest.pipeline import TooManyChunks, index_document, index_version
@@ -183,22 +186,16 @@ def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor
 
 
 def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
-    telemetry = telemetry or setup_telemetry("ingest")
+    telemetry = telemetry or setup_telemetry("ingest", settings=settings)
     ingestor = Ingestor(settings, telemetry)
     broker = build_broker(settings, telemetry, ingestor)
-    app = FastStream(broker)
 
-    @app.on_startup
-    async def startup() -> None:
+    async def load() -> None:
         ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
         ingestor.store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
-        await prepare_jetstream(broker, settings)
+
+    async def connected() -> None:
         objects, kv = await open_buckets(broker, settings)
         ingestor.objects, ingestor.status = objects, StatusStore(kv)
-        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
 
-    @app.after_shutdown
-    async def stop_health() -> None:
-        telemetry.stop_serving()
-
-    return app
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

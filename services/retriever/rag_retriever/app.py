@@ -12,12 +12,14 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.broker import PermanentError, make_broker
 from rag_common.embedding import Embedder, SparseVector, get_embedder
 from rag_common.messages import QueryRetrieved, QueryRouted, Retrieval
 from rag_common.names import check_filters
-from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.transport.broker import make_broker
+from rag_common.transport.consuming import PermanentError, register_query_stage
+from rag_common.transport.publishing import publish_stage
+from rag_common.transport.service import create_service, register_ping
 from rag_common.vectors import Hit, VectorStore, open_store
 from rag_retriever.ranking import downweight_boilerplate, fuse, keyword_query, mmr, split_question
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
@@ -182,21 +184,12 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
 
 
 def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
-    telemetry = telemetry or setup_telemetry("retriever")
+    telemetry = telemetry or setup_telemetry("retriever", settings=settings)
     state: dict[str, Retriever] = {}
-    broker = build_broker(settings, telemetry, state)
-    app = FastStream(broker)
 
-    @app.on_startup
-    async def startup() -> None:
+    async def load() -> None:
         embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
         store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
         state["retriever"] = Retriever(settings, embedder, store)
-        await prepare_jetstream(broker, settings)
-        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
 
-    @app.after_shutdown
-    async def stop_health() -> None:
-        telemetry.stop_serving()
-
-    return app
+    return create_service(build_broker(settings, telemetry, state), settings, telemetry, load=load)

@@ -10,12 +10,14 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
 from rag_common import subjects
-from rag_common.broker import make_broker
 from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS, QuestionVerdict, check_question
 from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
-from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import check_collections_file, collection_texts
+from rag_common.transport.broker import make_broker
+from rag_common.transport.consuming import register_query_stage
+from rag_common.transport.publishing import publish_stage
+from rag_common.transport.service import create_service, register_ping
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
 
@@ -97,18 +99,9 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
 
 
 def create_app(settings: RouterSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
-    telemetry = telemetry or setup_telemetry("router")
-    broker = build_broker(settings, telemetry)
-    app = FastStream(broker)
+    telemetry = telemetry or setup_telemetry("router", settings=settings)
 
-    @app.on_startup
-    async def startup() -> None:
+    async def load() -> None:
         check_collections_file(settings.collections_file)
-        await prepare_jetstream(broker, settings)
-        serve_health(broker, telemetry, settings.metrics_host, settings.metrics_port, settings.liveness_timeout_s)
 
-    @app.after_shutdown
-    async def stop_health() -> None:
-        telemetry.stop_serving()
-
-    return app
+    return create_service(build_broker(settings, telemetry), settings, telemetry, load=load)

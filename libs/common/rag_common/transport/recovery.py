@@ -139,5 +139,5 @@ def attach_layout(broker: Any, layout: JetStreamLayout) -> None:
 
 
 def layout_of(broker: Any) -> JetStreamLayout | None:
-    """The layout a broker was made with (``rag_common.broker.make_broker``), if any."""
+    """The layout a broker was made with (``rag_common.transport.broker.make_broker``), if any."""
     return _LAYOUTS.get(broker)

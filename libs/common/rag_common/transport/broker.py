@@ -1,0 +1,70 @@
+"""The broker every service and the gateway connect with: trace context in headers, bounded
+metrics, credentials and TLS from settings, and the JetStream layout kept in place.
+
+Nothing here runs at import time: services call ``make_broker`` from ``create_app(settings)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+
+from faststream.nats import NatsBroker
+from faststream.nats.security import NatsSecurity, NatsUserPassword
+from faststream.prometheus.middleware import PrometheusMiddleware
+from nats.js import JetStreamContext
+
+from rag_common import subjects
+from rag_common.settings import ServiceSettings
+from rag_common.telemetry import ServiceTelemetry
+from rag_common.transport.labels import RagTelemetryMiddleware, metrics_provider
+from rag_common.transport.recovery import JetStreamLayout, attach_layout
+from rag_common.transport.streams import ensure_streams
+
+
+def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+    """A broker that carries trace context in headers, counts every message, and puts its
+    streams and consumers back when NATS comes back without them (``rag_common.transport.recovery``).
+
+    ``graceful_timeout`` is the drain on SIGTERM: in-flight handlers get this long to finish; the
+    orchestrator's grace period must be longer (deploy/k8s sets it to drain + 10 s).
+    """
+
+    async def declare_streams(js: JetStreamContext) -> None:
+        await ensure_streams(js, settings)
+
+    layout = JetStreamLayout((subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM), declare_streams)
+    broker = NatsBroker(
+        settings.nats_url,
+        middlewares=[
+            RagTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
+            PrometheusMiddleware(
+                settings_provider_factory=metrics_provider,
+                registry=telemetry.registry,
+                app_name=f"rag-{telemetry.service}",
+            ),
+        ],
+        graceful_timeout=settings.drain_timeout_s,
+        security=nats_security(settings),
+        logger=logging.getLogger(f"rag.{telemetry.service}"),
+        log_level=logging.DEBUG,  # per-message "Received"/"Processed" lines only when debugging
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        reconnected_cb=layout.reconnected,
+        closed_cb=layout.closed,
+    )
+    attach_layout(broker, layout)
+    return broker
+
+
+def nats_security(settings: ServiceSettings) -> NatsSecurity | None:
+    """User and password (``NATS_USER``/``NATS_PASSWORD``) and TLS (``tls://`` or a CA file), if set."""
+    context = None
+    if settings.nats_tls_ca_file or settings.nats_url.startswith("tls://"):
+        ca = str(settings.nats_tls_ca_file) if settings.nats_tls_ca_file else None
+        context = ssl.create_default_context(cafile=ca)
+        if settings.nats_tls_cert_file and settings.nats_tls_key_file:
+            context.load_cert_chain(str(settings.nats_tls_cert_file), str(settings.nats_tls_key_file))
+    if settings.nats_user and settings.nats_password:
+        return NatsUserPassword(settings.nats_user, settings.nats_password.get_secret_value(), ssl_context=context)
+    return NatsSecurity(ssl_context=context) if context else None

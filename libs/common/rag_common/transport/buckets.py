@@ -1,0 +1,29 @@
+"""The JetStream buckets: uploaded bytes (object store), document status and sessions (key-value)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from faststream.nats import NatsBroker
+from nats.js.api import StorageType
+
+from rag_common import subjects
+from rag_common.settings import ServiceSettings
+
+
+async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[Any, Any]:
+    """The document object store and the status key-value bucket (declared if missing)."""
+    objects = await broker.object_storage(
+        subjects.DOCUMENTS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas
+    )
+    status = await broker.key_value(
+        subjects.DOC_STATUS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=5
+    )
+    return objects, status
+
+
+async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *, ttl_s: float) -> Any:
+    """The conversation-memory bucket; its TTL forgets idle conversations (declared if missing)."""
+    return await broker.key_value(
+        subjects.SESSIONS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1, ttl=ttl_s
+    )

@@ -1,0 +1,271 @@
+"""Consuming: how every durable consumer takes a message, runs it, and settles it.
+
+The error policy lives here once: a message that does not validate, or fails permanently, is
+dead-lettered at once; any other failure is retried with backoff up to ``max_deliver`` times, then
+dead-lettered. Dead letters keep the original payload, so they can be replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from faststream import AckPolicy
+from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from nats.errors import NotJSMessageError
+from pydantic import BaseModel, ValidationError
+
+from rag_common import subjects
+from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
+from rag_common.settings import ServiceSettings
+from rag_common.telemetry import ServiceTelemetry
+from rag_common.transport.recovery import ConsumerSpec, layout_of
+from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+Q = TypeVar("Q", bound=QueryRequested | StageMessage)
+
+RETRY_BACKOFF_S = (0.5, 2.0, 5.0, 15.0)
+
+
+class PermanentError(Exception):
+    """A failure that retrying cannot fix (bad input, unknown collection): no redelivery."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
+
+
+def _deliveries(msg: NatsMessage) -> int:
+    """How many times JetStream has delivered this message (1 for a core-NATS or test message)."""
+    try:
+        return int(msg.raw_message.metadata.num_delivered)
+    except NotJSMessageError:
+        return 1
+
+
+def _raw_fields(body: bytes) -> dict[str, Any]:
+    """Best-effort fields of a message that failed validation, to tell its sender what happened."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+async def process_message(
+    msg: NatsMessage,
+    model: type[M],
+    work: Callable[[M], Awaitable[None]],
+    *,
+    broker: NatsBroker,
+    telemetry: ServiceTelemetry,
+    stage: str,
+    area: str,
+    max_deliver: int,
+    on_failure: FailureHook,
+    heartbeat_s: float | None = None,
+) -> None:
+    """Validate, run and acknowledge one JetStream message; nothing that fails is lost.
+
+    - a body that does not validate is dead-lettered at once (retrying cannot fix it);
+    - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
+    - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
+      dead-lettered. Dead letters keep the original payload so they can be replayed.
+
+    While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
+    so a slow message (a long document, a slow model) is not redelivered to a second worker while
+    a dead worker's message still is, after the consumer's ack wait.
+    """
+    deliveries = _deliveries(msg)
+    try:
+        payload = model.model_validate_json(msg.body)
+    except ValidationError as exc:
+        error = f"invalid {model.__name__} message: {exc.errors(include_url=False)[:3]}"
+        await _dead_letter(msg, broker, area, stage, error, deliveries)
+        await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
+        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+        telemetry.errors.labels(telemetry.service, stage, "invalid_message").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "invalid_message").inc()
+        await msg.reject()
+        return
+    try:
+        async with _in_progress(msg, heartbeat_s):
+            await work(payload)
+    except asyncio.CancelledError:
+        # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
+        await asyncio.shield(msg.nack())
+        raise
+    except PermanentError as exc:
+        await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", deliveries)
+        await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
+        log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
+        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+        telemetry.errors.labels(telemetry.service, stage, "permanent").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "permanent").inc()
+        await msg.reject()
+        return
+    except Exception as exc:
+        telemetry.errors.labels(telemetry.service, stage, "transient").inc()
+        if deliveries < max_deliver:
+            log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, max_deliver, exc)
+            telemetry.messages.labels(telemetry.service, stage, "retry").inc()
+            await msg.nack(delay=RETRY_BACKOFF_S[min(deliveries - 1, len(RETRY_BACKOFF_S) - 1)])
+            return
+        log.exception("%s failed after %d attempts; dead-lettered", stage, deliveries)
+        error = f"{type(exc).__name__}: {exc}"
+        await _dead_letter(msg, broker, area, stage, error, deliveries)
+        await on_failure(payload.model_dump(), "stage_failed", f"{stage} failed: {error}", 503)
+        telemetry.messages.labels(telemetry.service, stage, "dead_letter").inc()
+        telemetry.dead_letters.labels(telemetry.service, stage, "exhausted").inc()
+        await msg.reject()
+        return
+    telemetry.messages.labels(telemetry.service, stage, "ok").inc()
+    await msg.ack()
+
+
+@contextlib.asynccontextmanager
+async def _in_progress(msg: NatsMessage, every_s: float | None) -> AsyncIterator[None]:
+    """Extend the message's ack wait every ``every_s`` seconds while the block runs."""
+    if not every_s:
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await msg.in_progress()
+            except Exception as exc:  # NATS away for a moment: the next beat tries again
+                log.debug("in-progress for %s not sent: %r", msg.raw_message.subject, exc)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def answer_failure_hook(broker: NatsBroker) -> FailureHook:
+    """Tell the waiting gateway replica that its request failed, so the client gets an error now."""
+
+    async def report(fields: dict[str, Any], code: str, message: str, status: int) -> None:
+        query = fields.get("query")  # every query-path message carries the question as ``query``
+        ids = query if isinstance(query, dict) else fields
+        gateway_id, request_id = ids.get("gateway_id"), ids.get("request_id")
+        if not (isinstance(gateway_id, str) and isinstance(request_id, str)):
+            log.warning("cannot report %s to a gateway: message has no gateway_id/request_id", code)
+            return
+        error = AnswerError(request_id=request_id, code=code, message=message, status=status)
+        await broker.publish(error, subjects.answer_subject(gateway_id, request_id, "error"))
+
+    return report
+
+
+def register_work_queue(
+    broker: NatsBroker,
+    settings: ServiceSettings,
+    telemetry: ServiceTelemetry,
+    *,
+    subject: str,
+    consumer: str,
+    stream: JStream,
+    area: str,
+    model: type[M],
+    work: Callable[[M], Awaitable[None]],
+    ack_wait: float,
+    on_failure: FailureHook,
+    stage: str | None = None,
+) -> None:
+    """Consume ``subject`` through a durable pull consumer that every replica shares.
+
+    Replicas split the work; a message whose handler dies is redelivered to another replica after
+    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once. Fetches
+    take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
+    once the first message has arrived, which would add seconds to a lone question.
+    """
+
+    telemetry.declare_stage(stage or consumer)
+    config = consumer_config(settings, ack_wait=ack_wait)
+    layout = layout_of(broker)
+    if layout is not None:
+        layout.add_consumer(ConsumerSpec(stream=stream.name, durable=consumer, subject=subject, config=config))
+
+    @broker.subscriber(
+        subject,
+        durable=consumer,
+        stream=stream,
+        pull_sub=PullSub(batch_size=1, timeout=5.0),
+        max_workers=settings.concurrency,
+        config=config,
+        ack_policy=AckPolicy.MANUAL,
+    )
+    async def handle(msg: NatsMessage) -> None:
+        await process_message(
+            msg,
+            model,
+            work,
+            broker=broker,
+            telemetry=telemetry,
+            stage=stage or consumer,
+            area=area,
+            max_deliver=settings.max_deliver,
+            on_failure=on_failure,
+            heartbeat_s=ack_wait / 3,
+        )
+
+
+def register_query_stage(
+    broker: NatsBroker,
+    settings: ServiceSettings,
+    telemetry: ServiceTelemetry,
+    *,
+    subject: str,
+    consumer: str,
+    model: type[Q],
+    work: Callable[[Q], Awaitable[None]],
+    ack_wait: float | None = None,
+) -> None:
+    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client."""
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subject,
+        consumer=consumer,
+        stream=QUERY_JSTREAM,
+        area="query",
+        model=model,
+        work=work,
+        ack_wait=ack_wait or settings.stage_ack_wait_s,
+        on_failure=answer_failure_hook(broker),
+    )
+
+
+async def _dead_letter(
+    msg: NatsMessage, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int
+) -> None:
+    raw = _raw_fields(msg.body)
+    query = raw.get("query")  # query-path messages carry their ids in the question
+    ids = query if isinstance(query, dict) else raw
+    letter = DeadLetter(
+        subject=msg.raw_message.subject,
+        error=error,
+        payload=msg.body.decode("utf-8", errors="replace"),
+        request_id=str(ids.get("request_id", "")),
+        deliveries=deliveries,
+    )
+    await broker.publish(letter, subjects.dlq_subject(area, stage), stream=subjects.DLQ_STREAM)

@@ -1,0 +1,34 @@
+"""Publishing along the query path: the next stage (JetStream, deduplicated) and token deltas.
+
+Every stage message is fitted under the server's payload limit first (``transport.payload``).
+"""
+
+from __future__ import annotations
+
+from faststream.nats import NatsBroker
+
+from rag_common import subjects
+from rag_common.messages import AnswerDelta, Query, QueryAnswer, StageMessage
+from rag_common.transport.payload import fit_payload, payload_limit
+
+
+async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str) -> None:
+    """Hand a question to the next stage; the message id makes a redelivered stage's repeat a no-op."""
+    await broker.publish(
+        fit_payload(message, payload_limit(broker)),
+        subject,
+        stream=subjects.QUERY_STREAM,
+        headers={"Nats-Msg-Id": f"{message.query.request_id}:{subject}"},
+    )
+
+
+async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) -> None:
+    """A token delta goes straight to the connection: no span and no trace headers per token."""
+    subject = subjects.answer_subject(query.gateway_id, query.request_id, "delta")
+    await broker.connection.publish(subject, delta.model_dump_json().encode())
+
+
+async def publish_answer(broker: NatsBroker, query: Query, answer: QueryAnswer) -> None:
+    """The final answer goes to the waiting gateway replica on core NATS, under the payload limit."""
+    final = fit_payload(answer, payload_limit(broker))
+    await broker.publish(final, subjects.answer_subject(query.gateway_id, query.request_id, "final"))
