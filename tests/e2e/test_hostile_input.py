@@ -57,7 +57,7 @@ async def test_bad_filters_are_422_at_the_gateway_before_anything_is_queued(
         assert marker.status_code == 200, marker.text
         seen = []
         for _ in range(50):  # everything queued so far arrives before or with the marker
-            seen.append(json.loads((await queued.next_msg(timeout=10)).data)["request_id"])
+            seen.append(json.loads((await queued.next_msg(timeout=10)).data)["query"]["request_id"])
             if seen[-1] == marker.json()["request_id"]:
                 break
         assert seen == [marker.json()["request_id"]], "a rejected question reached the queue"

@@ -32,6 +32,10 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
     assert {"rag-gateway", "rag-router", "rag-retriever", "rag-generator", "rag-evaluator"} <= services.keys()
     assert any("rag.query.requested" in name for name in services["rag-router"])
     assert "hybrid_search" in services["rag-retriever"]
+    hops = [name for names in services.values() for name in names if name.startswith("rag.")]
+    assert not [n for n in hops if n.endswith((" create", " publish"))], "one span per hop, where it is consumed"
+    for subject in ("rag.query.requested", "rag.query.routed", "rag.query.retrieved", "rag.query.drafted"):
+        assert hops.count(f"{subject} process") == 1, (subject, sorted(hops))
 
 
 async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncClient) -> None:
