@@ -9,7 +9,7 @@ import pytest
 
 from rag_common.messages import Passage, Query, QueryAnswer, QueryRetrieved, Retrieval, Route, Usage
 from rag_common.names import check_filters, check_source_name, valid_collection, valid_document_id
-from rag_common.transport.payload import PayloadTooLarge, encoded_size, fit_payload
+from rag_common.transport.payload import PayloadTooLarge, encoded_size, fit_payload, fitted_json
 from rag_ingest.parsing import parse_document
 
 pytestmark = pytest.mark.unit
@@ -116,6 +116,15 @@ def test_a_stage_messages_passages_are_cut_inside_its_retrieval() -> None:
     assert [p.source for p in fitted.retrieval.passages] == ["doc1.md", "doc2.md"]
     assert all(p.text.endswith("…") for p in fitted.retrieval.passages)
     assert fitted.query == retrieved.query
+
+
+def test_the_published_body_is_the_message_json_or_its_cut_form() -> None:
+    small = _answer([Passage(n=1, source="a.md", text="short")])
+    assert fitted_json(small, 1024 * 1024) == small.model_dump_json().encode()
+    big = _answer([Passage(n=1, source="a.md", text="z" * 200_000)])
+    body = fitted_json(big, 32 * 1024)
+    assert len(body) <= 32 * 1024
+    assert QueryAnswer.model_validate_json(body).passages[0].text.endswith("…")
 
 
 def test_a_message_that_cannot_fit_is_a_clear_permanent_error() -> None:

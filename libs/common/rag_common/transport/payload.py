@@ -65,6 +65,12 @@ def fit_payload(message: M, limit: int) -> M:
     )
 
 
+def fitted_json(message: BaseModel, limit: int) -> bytes:
+    """``message`` as JSON under ``limit`` bytes, encoded once when it fits (the usual case)."""
+    body = message.model_dump_json().encode("utf-8")
+    return body if len(body) <= limit else fit_payload(message, limit).model_dump_json().encode("utf-8")
+
+
 def _with_passages_cut(message: M, cap: int) -> M | None:
     """A copy with every passage list's texts cut to ``cap`` characters, in nested parts too (a
     stage message's ``retrieval``); None if it has none."""

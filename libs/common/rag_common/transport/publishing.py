@@ -1,6 +1,6 @@
 """Publishing along the query path: the next stage (JetStream, deduplicated) and token deltas.
 
-Every stage message is fitted under the server's payload limit first (``transport.payload``).
+Every message is encoded once and fitted under the server's payload limit (``transport.payload``).
 """
 
 from __future__ import annotations
@@ -9,16 +9,19 @@ from faststream.nats import NatsBroker
 
 from rag_common import subjects
 from rag_common.messages import AnswerDelta, Query, QueryAnswer, StageMessage
-from rag_common.transport.payload import fit_payload, payload_limit
+from rag_common.transport.payload import fitted_json, payload_limit
+
+# Bodies are encoded once, here (the size check needs the bytes anyway), and published as they are.
+JSON = {"content-type": "application/json"}
 
 
 async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str) -> None:
     """Hand a question to the next stage; the message id makes a redelivered stage's repeat a no-op."""
     await broker.publish(
-        fit_payload(message, payload_limit(broker)),
+        fitted_json(message, payload_limit(broker)),
         subject,
         stream=subjects.QUERY_STREAM,
-        headers={"Nats-Msg-Id": f"{message.query.request_id}:{subject}"},
+        headers={"Nats-Msg-Id": f"{message.query.request_id}:{subject}", **JSON},
     )
 
 
@@ -30,5 +33,5 @@ async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) ->
 
 async def publish_answer(broker: NatsBroker, query: Query, answer: QueryAnswer) -> None:
     """The final answer goes to the waiting gateway replica on core NATS, under the payload limit."""
-    final = fit_payload(answer, payload_limit(broker))
-    await broker.publish(final, subjects.answer_subject(query.gateway_id, query.request_id, "final"))
+    final = fitted_json(answer, payload_limit(broker))
+    await broker.publish(final, subjects.answer_subject(query.gateway_id, query.request_id, "final"), headers=JSON)
