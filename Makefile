@@ -57,7 +57,7 @@ test: install model ## install everything, lint, and run the whole suite
 	$(PY) -m pytest
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
-	$(PY) -m rag_evaluator.harness --dataset $(DATASET) $(EVAL_ARGS)
+	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)
 
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)

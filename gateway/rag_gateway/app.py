@@ -17,10 +17,10 @@ from starlette.responses import Response
 
 from rag_common import subjects
 from rag_common.broker import make_broker
+from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.stage import open_buckets, open_sessions_bucket, prepare_jetstream
-from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_gateway.access import AuthenticateBeforeBody
 from rag_gateway.answers import AnswerHub

@@ -13,9 +13,9 @@ import nats
 import pytest
 
 from rag_common import subjects
+from rag_common.documents import StatusStore
 from rag_common.messages import DocumentStatus
 from rag_common.natsserver import LocalNatsServer
-from rag_common.status import StatusStore
 from rag_devrun.stack import Stack
 from tests.conftest import stack_options
 from tests.support.http import upload, upload_and_wait, wait_for_status

@@ -10,6 +10,7 @@ from typing import Any
 
 from opentelemetry import trace
 
+from rag_common.documents import stored_version
 from rag_common.embedding import Embedder
 from rag_common.injection import find_instruction_spans
 from rag_common.messages import IngestRequested
@@ -37,7 +38,6 @@ class TooManyChunks(Exception):
 @dataclass(frozen=True, slots=True)
 class IndexResult:
     chunks: int
-    unchanged: bool
 
 
 _NO_TRACING = trace.NoOpTracer()
@@ -168,7 +168,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.pdf_headings,
         settings.code_comment_headings,
     )
-    return f"{content_hash}:{hashlib.sha256(repr(shape).encode()).hexdigest()[:12]}"
+    return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
 
 
 def index_document(
@@ -202,4 +202,4 @@ def index_document(
         store.replace_document(
             request.collection, request.document_id, index_version(request.content_hash, settings), records
         )
-    return IndexResult(chunks=len(records), unchanged=False)
+    return IndexResult(chunks=len(records))
