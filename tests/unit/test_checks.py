@@ -10,7 +10,6 @@ from rag_evaluator.checks import (
     FAILING_FLAGS,
     FLAG_NAMES,
     PassageRef,
-    check_citations,
     citation_numbers,
     evaluate,
     find_conflicts,
@@ -57,30 +56,31 @@ def test_citation_numbers_parses_supported_forms(answer: str, expected: list[int
     assert citation_numbers(answer) == expected
 
 
+def citation_verdict(answer: str, passage_count: int) -> tuple[bool, object]:
+    """The ``citation_invalid`` flag and its details for an answer over ``passage_count`` passages."""
+    passages = [PassageRef(n, f"doc{n}.md", "", None, "Orbitly plans and prices.") for n in range(1, passage_count + 1)]
+    result = evaluate(answer, passages, refused=False)
+    return result.flags["citation_invalid"], result.details.get("citation_invalid")
+
+
 def test_citations_pointing_at_given_passages_are_valid() -> None:
-    assert check_citations("Pro is $12 [1] and Business is $20 [2].", 2) == (
-        False,
-        {"invalid": [], "missing": False},
-    )
+    assert citation_verdict("Pro is $12 [1] and Business is $20 [2].", 2) == (False, None)
 
 
 def test_citation_beyond_the_passages_is_invalid() -> None:
-    invalid, details = check_citations("Pro is $12 [3].", 2)
-    assert invalid
-    assert details == {"invalid": [3], "missing": False}
+    assert citation_verdict("Pro is $12 [3].", 2) == (True, {"invalid": [3], "missing": False})
 
 
 def test_answer_without_citations_is_invalid() -> None:
-    assert check_citations("Pro is $12.", 2) == (True, {"invalid": [], "missing": True})
+    assert citation_verdict("Pro is $12.", 2) == (True, {"invalid": [], "missing": True})
 
 
 def test_markdown_link_alone_does_not_count_as_citation() -> None:
-    invalid, details = check_citations("Read [docs](http://x).", 2)
-    assert invalid and details["missing"] is True
+    assert citation_verdict("Read [docs](http://x).", 2) == (True, {"invalid": [], "missing": True})
 
 
 def test_citation_zero_is_invalid() -> None:
-    assert check_citations("Odd [0] [1].", 1) == (True, {"invalid": [0], "missing": False})
+    assert citation_verdict("Odd [0] [1].", 1) == (True, {"invalid": [0], "missing": False})
 
 
 # --- conflicts: positives ----------------------------------------------------------------------

@@ -52,7 +52,6 @@ class ServiceSettings(BaseSettings):
         description="how often a service checks that its streams and consumers exist (re-declared if not)",
     )
     metrics_host: str = Field("127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"))
-    log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"))
     concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
     max_replicas: int = Field(
         10,
