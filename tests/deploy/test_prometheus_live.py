@@ -26,9 +26,9 @@ import yaml
 from rag_common import subjects
 from rag_common.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.fake_llm import FakeLLM
 from tests.support.http import upload, upload_and_wait, wait_for_status
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.deploy
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import System
 from tests.support.http import ask, parse_sse, upload_and_wait
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,9 @@ import pytest
 from fpdf import FPDF
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import UPLOAD_LIMIT, System
 from tests.support.http import ask, upload, upload_and_wait
+from tests.support.polling import eventually
+from tests.support.system import UPLOAD_LIMIT, System
 
 pytestmark = pytest.mark.e2e
 
@@ -76,10 +77,11 @@ async def test_delete_removes_document_and_its_passages(client: httpx.AsyncClien
     status = await upload_and_wait(client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n")
     response = await client.delete(f"/v1/documents/{status['document_id']}")
     assert response.status_code == 202 and response.json()["status"] == "deleting"
-    for _ in range(200):
-        if (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404:
-            break
-    assert (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404
+
+    async def status_code() -> int:
+        return (await client.get(f"/v1/documents/{status['document_id']}")).status_code
+
+    await eventually(status_code, lambda code: code == 404, timeout_s=30, what="deleted document gone (404)")
     body = await ask(client, "Where does the quokka festival happen?")
     assert "ephemeral.md" not in {p["source"] for p in body["passages"]}
 

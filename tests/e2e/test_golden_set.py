@@ -13,7 +13,7 @@ import pytest
 from rag_eval.options import EvalOptions
 from rag_eval.run import run_evaluation
 from rag_eval.thresholds import parse_thresholds
-from tests.conftest import ROOT, System
+from tests.support.system import ROOT, System
 
 pytestmark = pytest.mark.e2e
 

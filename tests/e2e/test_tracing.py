@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.conftest import System
 from tests.support.http import ask, upload, upload_and_wait
+from tests.support.polling import eventually
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 
@@ -78,12 +78,11 @@ async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
         await client.get(f"/v1/documents/{document['document_id']}")
     new = system.spans.get_finished_spans()[before:]
     assert not [s for s in new if s.name.startswith("GET /v1/documents")], "status polls are not traced"
-    deadline = time.monotonic() + 10
-    while True:
-        spans = {s.name: s for s in system.spans.get_finished_spans()[before:]}
-        if "ingest.upsert" in spans or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.05)
+
+    async def finished() -> dict[str, ReadableSpan]:
+        return {s.name: s for s in system.spans.get_finished_spans()[before:]}
+
+    spans = await eventually(finished, lambda names: "ingest.upsert" in names, timeout_s=10, what="ingest spans")
     index = spans["ingest.index"]
     for step in ("ingest.parse", "ingest.chunk", "ingest.embed", "ingest.upsert"):
         child = spans[step]

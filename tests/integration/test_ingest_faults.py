@@ -17,8 +17,8 @@ from rag_common.documents import StatusStore
 from rag_common.messages import DocumentStatus
 from rag_common.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.http import upload, upload_and_wait, wait_for_status
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 

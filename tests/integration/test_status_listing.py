@@ -9,6 +9,7 @@ import pytest
 
 from rag_common.documents import StatusStore
 from rag_common.messages import DocumentStatus
+from rag_common.messages.ingest import DocumentState
 from rag_common.natsserver import LocalNatsServer
 
 pytestmark = pytest.mark.integration
@@ -16,8 +17,8 @@ pytestmark = pytest.mark.integration
 RECORDS = 20
 
 
-def record(i: int, status: str = "indexed") -> DocumentStatus:
-    return DocumentStatus(document_id=f"doc{i}", collection="c", source=f"s{i}.md", status=status)  # type: ignore[arg-type]
+def record(i: int, status: DocumentState = "indexed") -> DocumentStatus:
+    return DocumentStatus(document_id=f"doc{i}", collection="c", source=f"s{i}.md", status=status)
 
 
 async def put(store: StatusStore, status: DocumentStatus) -> None:

@@ -108,7 +108,7 @@ def cmd_ask(console: Console, client: RagClient, args: argparse.Namespace) -> in
     question = " ".join(args.question)
     fields = {"collection": args.collection, "session_id": args.session, "selected_text": args.selected_text}
     if args.json:
-        answer = client.ask(question, **fields)  # type: ignore[arg-type]
+        answer = client.ask(question, **fields)
         console.print_json(answer.model_dump_json())
         return EXIT_OK
     answer = stream_answer(console, client, question, **fields)

@@ -117,7 +117,7 @@ class Ingestor:
             async with lock:
                 yield
         finally:
-            if not lock.locked() and not lock._waiters:  # type: ignore[attr-defined]
+            if not lock.locked() and not lock._waiters:
                 self._locks.pop(document_id, None)
 
     async def delete(self, request: DeleteRequested) -> None:

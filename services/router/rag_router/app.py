@@ -57,7 +57,7 @@ def decide(query: QueryRequested, settings: RouterSettings) -> QueryRouted | Que
         return advance(QueryDrafted, query, route=route, canned_answer=reply, answer=reply, model="canned")
     score = score_query(query.question)
     route = Route(
-        tier=score.tier(settings.threshold),  # type: ignore[arg-type]
+        tier=score.tier(settings.threshold),
         score=score.score,
         signals=score.signals,
         reason=score.reason(settings.threshold),
