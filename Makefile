@@ -57,7 +57,7 @@ test: install model ## install everything, lint, and run the whole suite
 	$(PY) -m pytest
 
 test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
-	$(PY) -m pytest -m "unit or component"
+	$(PY) -m pytest -m "(unit or component) and not integration"
 
 test-int: install model ## integration and end-to-end tests: a real nats-server, the whole system through HTTP
 	$(PY) -m pytest -m "integration or e2e"

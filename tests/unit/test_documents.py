@@ -65,6 +65,8 @@ def test_a_first_upload_is_never_unchanged() -> None:
 
 
 def test_an_indexed_version_is_unchanged_unless_this_request_indexed_it() -> None:
-    request = IngestRequested(request_id="r2", document_id="d", source="a.md", object_name="o", content_hash="h", size=1)
+    request = IngestRequested(
+        request_id="r2", document_id="d", source="a.md", object_name="o", content_hash="h", size=1
+    )
     assert indexed_outcome("r1", request) == "unchanged"
     assert indexed_outcome("r2", request) == "indexed"  # its status write was lost: repaired, not "unchanged"
