@@ -35,7 +35,7 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
 
 
 async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncClient) -> None:
-    response = await upload(client, "traced.md", b"# Traced\n\nThe heron count is 12.\n")
+    response = await upload(client, "traced.md", b"# Traced\n\nThe heron count is 12.\n", "traces")
     assert response.status_code == 202
     traceparent_spans = [
         s
@@ -72,7 +72,7 @@ async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
     system: System, client: httpx.AsyncClient
 ) -> None:
     before = len(system.spans.get_finished_spans())
-    document = await upload_and_wait(client, "spans.md", b"# Spans\n\nThe kestrel count is 31.\n")
+    document = await upload_and_wait(client, "spans.md", b"# Spans\n\nThe kestrel count is 31.\n", "traces")
     assert document["status"] == "indexed"
     for _ in range(3):
         await client.get(f"/v1/documents/{document['document_id']}")
