@@ -78,6 +78,7 @@ async def test_a_delete_forgets_the_document(store: StatusStore) -> None:
     await accept(store, "v1", "r1")
     assert await store.start_delete("doc", "rd") is not None
     assert not await store.start_processing(message("v1", "r1"))  # no indexing while deleting
+    assert await store.fail("doc", "v1", "parse_failed: x") is None  # nor a late failure of the version
     forgotten = await store.forget("doc")
     assert forgotten is not None and forgotten.content_hash == "v1"
     assert await store.get("doc") is None

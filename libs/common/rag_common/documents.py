@@ -178,10 +178,13 @@ class StatusStore:
         return await self.transition(request.document_id, _is_current(request), status=state, chunks=chunks, error=None)
 
     async def fail(self, document_id: str, version_hash: str | None, error: str) -> DocumentStatus | None:
-        """Mark a version failed; a superseded version's failure does not mark the newer one."""
+        """Mark a version failed; a superseded version's failure does not mark the newer one, nor a delete under way.
+
+        ``version_hash`` None (a failed delete message) marks whatever the record holds.
+        """
 
         def same_version(record: DocumentStatus) -> bool:
-            return version_hash is None or record.content_hash == version_hash
+            return version_hash is None or (record.content_hash == version_hash and record.status != "deleting")
 
         return await self.transition(document_id, same_version, status="failed", error=error)
 

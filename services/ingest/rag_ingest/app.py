@@ -121,9 +121,14 @@ class Ingestor:
                 self._locks.pop(document_id, None)
 
     async def delete(self, request: DeleteRequested) -> None:
+        current = await self.status.get(request.document_id)
+        if current is not None and current.status != "deleting":
+            # An upload accepted after the delete request replaced the document: its version stays.
+            log.info("not deleting %s (%s): a newer upload replaced it", request.document_id, current.source)
+            return
         await asyncio.to_thread(self.store.delete_document, request.collection, request.document_id)
         record = await self.status.forget(request.document_id)
-        if record is not None:  # else an upload after the delete request owns the record and its bytes
+        if record is not None:  # else a newer upload owns the record and its bytes
             await self._drop_object(object_name(request.collection, request.document_id, record.content_hash))
             await self._drop_object(legacy_object_name(request.collection, request.document_id))
         self.documents.labels("deleted").inc()
