@@ -13,7 +13,7 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install browser model run test lint eval bench chaos clean
+.PHONY: help install browser model run test test-unit test-int lint eval bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -53,11 +53,17 @@ run: install model ## start NATS (if none), every service and the gateway on :80
 
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy libs services gateway
+	$(VENV)/bin/mypy libs services gateway tests
 	$(PY) -m pytest
 
+test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
+	$(PY) -m pytest -m "(unit or component) and not integration"
+
+test-int: install model ## integration and end-to-end tests: a real nats-server, the whole system through HTTP
+	$(PY) -m pytest -m "integration or e2e"
+
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
-	$(PY) -m rag_evaluator.harness --dataset $(DATASET) $(EVAL_ARGS)
+	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)
 
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)
@@ -66,7 +72,7 @@ chaos: install model ## kill each service and nats-server with load in flight (<
 	timeout 330 $(PY) -m benchmarks.chaos $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests
 
 clean: ## remove the virtualenv and local data
 	rm -rf $(VENV) data

@@ -25,12 +25,12 @@ import httpx
 import nats
 from nats.aio.msg import Msg
 
-from benchmarks.stats import median, paired_differences, summarize
 from rag_common import subjects
 from rag_common.embedding import get_embedder
 from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryDrafted, QueryRequested, new_id
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
+from rag_eval.stats import median, paired_differences, summarize
 from rag_evaluator.app import assess, final_answer
 from rag_generator.app import Generator, embedding_scorer
 from rag_generator.settings import GeneratorSettings

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from benchmarks.corpus import shared_corpus, synthetic_corpus
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
-from benchmarks.stats import summarize
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from rag_common.embedding import get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import open_store
 from rag_devrun.stack import Stack
+from rag_eval.stats import summarize
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever

@@ -31,8 +31,8 @@ from rag_common.embedding import Embedder, SparseVector, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_devrun.corpus import corpus_files
-from rag_evaluator.harness import load_dataset
-from rag_evaluator.scoring import RetrievedPassage, score_retrieval, summarize_retrieval
+from rag_eval.dataset import load_dataset
+from rag_eval.metrics import RetrievedPassage, score_retrieval, summarize_retrieval
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever

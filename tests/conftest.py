@@ -14,17 +14,13 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rag_devrun.corpus import LoadResult, load_corpus
+from rag_devrun.corpus import load_corpus
 from rag_devrun.natsserver import LocalNatsServer
-from rag_devrun.stack import Stack, StackOptions
+from rag_devrun.stack import Stack
+from tests.support.system import MODEL_DIR, ROOT, SAMPLE_CORPUS, UPLOAD_LIMIT, System, origin_of, stack_options
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-ROOT = Path(__file__).resolve().parents[1]
-MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
-UPLOAD_LIMIT = 2 * 1024 * 1024
 
 
 @pytest.fixture(scope="session")
@@ -46,29 +42,6 @@ def nats_server(tmp_path: Path) -> Iterator[LocalNatsServer]:
         server.stop()
 
 
-def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: dict[str, object]) -> StackOptions:
-    store = {"model_dir": model_dir, "qdrant_path": data_dir / "qdrant"}
-    merged: dict[str, dict[str, object]] = {
-        "ingest": dict(store),
-        "retriever": dict(store),
-        "generator": {"model_dir": model_dir},
-    }
-    for service, values in overrides.items():
-        merged.setdefault(service, {}).update(values)
-    return StackOptions(data_dir=data_dir, nats_url=nats_url, port=0, metrics=False, overrides=merged)
-
-
-class System:
-    """The running system as the e2e tests see it."""
-
-    def __init__(self, stack: Stack, spans: InMemorySpanExporter, corpus: LoadResult) -> None:
-        self.stack, self.spans, self.corpus = stack, spans, corpus
-
-    @property
-    def base_url(self) -> str:
-        return self.stack.base_url
-
-
 @pytest.fixture(scope="session")
 def other_origin() -> Iterator[socket.socket]:
     """A listening 127.0.0.1 socket for a second web origin (a site embedding the widget); the
@@ -80,11 +53,6 @@ def other_origin() -> Iterator[socket.socket]:
         yield sock
     finally:
         sock.close()
-
-
-def origin_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"http://{host}:{port}"
 
 
 @pytest.fixture(scope="session")

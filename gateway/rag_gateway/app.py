@@ -16,9 +16,9 @@ from starlette.middleware.base import RequestResponseEndpoint
 from starlette.responses import Response
 
 from rag_common import subjects
+from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
-from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_buckets, open_sessions_bucket

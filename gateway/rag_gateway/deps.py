@@ -10,9 +10,9 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
 from rag_common import subjects
+from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
 from rag_common.sessions import SessionStore
-from rag_common.status import StatusStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
 from rag_gateway.keystore import KeyStore

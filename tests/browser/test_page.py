@@ -9,8 +9,8 @@ import httpx
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.conftest import System
 from tests.support.browser import save_screenshot
+from tests.support.system import System
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from playwright.async_api import Page, Request, expect
 
-from tests.conftest import System, origin_of
 from tests.support.browser import QUOTE, save_screenshot, serve_host_page
+from tests.support.system import System, origin_of
 
 pytestmark = pytest.mark.browser
 

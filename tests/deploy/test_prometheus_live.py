@@ -26,9 +26,10 @@ import yaml
 from rag_common import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.fake_llm import FakeLLM
 from tests.support.http import upload, upload_and_wait, wait_for_status
+from tests.support.polling import eventually
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.deploy
 
@@ -280,5 +281,13 @@ async def test_every_dashboard_and_alert_expression_has_data_after_a_failing_wor
         }
         ready = await query(client, url, "rag:gateway_ready:min")
         assert float(ready[0]["value"][1]) == 1, "the gateway's monitor keeps rag_gateway_ready current"
-        dlq = await query(client, url, "rag:dlq_messages:max")
-        assert float(dlq[0]["value"][1]) >= 3
+        # The DLQ size comes from the gateway's stream poll (every second), one scrape and one rule
+        # evaluation behind the services' own dead-letter counters: wait for the rule to catch up.
+
+        async def dlq_size() -> float:
+            found = await query(client, url, "rag:dlq_messages:max")
+            return float(found[0]["value"][1]) if found else 0.0
+
+        await eventually(
+            dlq_size, lambda size: size >= 3, timeout_s=30, what="rag:dlq_messages:max >= 3", interval_s=0.5
+        )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import System
 from tests.support.http import ask, parse_sse, upload_and_wait
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 
@@ -114,9 +114,9 @@ async def test_stream_sends_tokens_then_done(client: httpx.AsyncClient) -> None:
 
 async def test_uploaded_markdown_is_indexed_and_cited(client: httpx.AsyncClient) -> None:
     doc = b"# Orbitly Moon Base\n\n## Oxygen policy\n\nThe Orbitly moon base keeps 17 days of oxygen in reserve.\n"
-    status = await upload_and_wait(client, "moon-base.md", doc)
+    status = await upload_and_wait(client, "moon-base.md", doc, collection="moon")
     assert status["status"] == "indexed" and status["chunks"] >= 1
-    body = await ask(client, "How many days of oxygen does the moon base keep in reserve?")
+    body = await ask(client, "How many days of oxygen does the moon base keep in reserve?", collection="moon")
     assert any(c["source"] == "moon-base.md" and c["section"] == "Oxygen policy" for c in body["citations"])
     assert "17 days" in body["answer"]
 

@@ -22,8 +22,8 @@ import pytest
 
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.http import parse_sse, upload, wait_for_status
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from rag_client.cli import main
-from tests.conftest import SAMPLE_CORPUS, System
+from tests.support.system import SAMPLE_CORPUS, System
 
 pytestmark = pytest.mark.e2e
 

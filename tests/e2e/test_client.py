@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_client import Answer, AsyncRagClient, RagClient, RagError
-from tests.conftest import System
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

@@ -9,8 +9,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.conftest import System
 from tests.support.http import ask
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

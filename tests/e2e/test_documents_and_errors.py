@@ -10,8 +10,9 @@ import pytest
 from fpdf import FPDF
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import UPLOAD_LIMIT, System
 from tests.support.http import ask, upload, upload_and_wait
+from tests.support.polling import eventually
+from tests.support.system import UPLOAD_LIMIT, System
 
 pytestmark = pytest.mark.e2e
 
@@ -36,29 +37,29 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
 
 async def test_same_file_twice_is_unchanged_and_changed_file_replaces_chunks(client: httpx.AsyncClient) -> None:
     first = b"# Kiwi rules\n\nThe kiwi greenhouse is watered at 06:40 every morning by the robot Pollux.\n"
-    status = await upload_and_wait(client, "kiwi.md", first)
+    status = await upload_and_wait(client, "kiwi.md", first, "docs-kiwi")
     assert status["status"] == "indexed"
-    again = await upload_and_wait(client, "kiwi.md", first)
+    again = await upload_and_wait(client, "kiwi.md", first, "docs-kiwi")
     assert again["status"] == "unchanged"
     assert again["document_id"] == status["document_id"] and again["chunks"] == status["chunks"]
 
     changed = b"# Kiwi rules\n\nThe kiwi greenhouse is watered at 21:15 every evening by the robot Castor.\n"
-    replaced = await upload_and_wait(client, "kiwi.md", changed)
+    replaced = await upload_and_wait(client, "kiwi.md", changed, "docs-kiwi")
     assert replaced["status"] == "indexed"
-    body = await ask(client, "When is the kiwi greenhouse watered and by which robot?")
+    body = await ask(client, "When is the kiwi greenhouse watered and by which robot?", collection="docs-kiwi")
     kiwi_texts = " ".join(p["text"] for p in body["passages"] if p["source"] == "kiwi.md")
     assert "Castor" in kiwi_texts and "Pollux" not in kiwi_texts
 
 
 async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: System, client: httpx.AsyncClient) -> None:
     good = make_pdf(["Walrus handbook", "The walrus enclosure gate code is 4471 on weekdays."])
-    indexed = await upload_and_wait(client, "walrus.pdf", good)
+    indexed = await upload_and_wait(client, "walrus.pdf", good, "docs-walrus")
     assert indexed["status"] == "indexed"
 
     nc = await nats.connect(system.stack.nats_url)
     try:
         dead = await nc.jetstream().subscribe("rag.dlq.ingest.>", ordered_consumer=True)
-        failed = await upload_and_wait(client, "walrus.pdf", b"%PDF-1.7 this is not really a pdf")
+        failed = await upload_and_wait(client, "walrus.pdf", b"%PDF-1.7 this is not really a pdf", "docs-walrus")
         assert failed["status"] == "failed"
         assert "parse_failed" in failed["error"]
         letter = json.loads((await dead.next_msg(timeout=10)).data)
@@ -67,20 +68,23 @@ async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: Syste
     finally:
         await nc.close()
 
-    body = await ask(client, "What is the walrus enclosure gate code?")
+    body = await ask(client, "What is the walrus enclosure gate code?", collection="docs-walrus")
     assert any(c["source"] == "walrus.pdf" and c["page"] == 1 for c in body["citations"])
     assert "4471" in body["answer"]
 
 
 async def test_delete_removes_document_and_its_passages(client: httpx.AsyncClient) -> None:
-    status = await upload_and_wait(client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n")
+    status = await upload_and_wait(
+        client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n", "docs-delete"
+    )
     response = await client.delete(f"/v1/documents/{status['document_id']}")
     assert response.status_code == 202 and response.json()["status"] == "deleting"
-    for _ in range(200):
-        if (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404:
-            break
-    assert (await client.get(f"/v1/documents/{status['document_id']}")).status_code == 404
-    body = await ask(client, "Where does the quokka festival happen?")
+
+    async def status_code() -> int:
+        return (await client.get(f"/v1/documents/{status['document_id']}")).status_code
+
+    await eventually(status_code, lambda code: code == 404, timeout_s=30, what="deleted document gone (404)")
+    body = await ask(client, "Where does the quokka festival happen?", collection="docs-delete")
     assert "ephemeral.md" not in {p["source"] for p in body["passages"]}
 
 
@@ -136,11 +140,15 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
 
 
 async def test_folders_in_file_names_are_kept_and_cannot_escape(client: httpx.AsyncClient) -> None:
-    first = await upload_and_wait(client, "guides/setup.md", b"# Setup\n\nGuides setup uses the blue cable.\n")
-    second = await upload_and_wait(client, "admin/setup.md", b"# Setup\n\nAdmin setup uses the red cable.\n")
+    first = await upload_and_wait(
+        client, "guides/setup.md", b"# Setup\n\nGuides setup uses the blue cable.\n", "docs-folders"
+    )
+    second = await upload_and_wait(
+        client, "admin/setup.md", b"# Setup\n\nAdmin setup uses the red cable.\n", "docs-folders"
+    )
     assert (first["source"], second["source"]) == ("guides/setup.md", "admin/setup.md")
     assert first["document_id"] != second["document_id"]
-    escaped = await upload(client, "../../etc/notes.md", b"# Notes\n\nplain\n")
+    escaped = await upload(client, "../../etc/notes.md", b"# Notes\n\nplain\n", "docs-folders")
     assert escaped.status_code == 202 and escaped.json()["source"] == "etc/notes.md"
 
 
@@ -156,8 +164,8 @@ async def test_upload_outcomes_are_counted_as_they_happened(client: httpx.AsyncC
     before = outcomes((await client.get("/metrics")).text)
     assert set(before) == {"accepted", "unchanged", "rejected", "failed"}
     content = b"# Outcomes\n\nThe osprey count is 4.\n"
-    assert (await upload_and_wait(client, "outcomes.md", content))["status"] == "indexed"
-    assert (await upload(client, "outcomes.md", content)).status_code == 202
+    assert (await upload_and_wait(client, "outcomes.md", content, "docs-outcomes"))["status"] == "indexed"
+    assert (await upload(client, "outcomes.md", content, "docs-outcomes")).status_code == 202
     assert (await upload(client, "outcomes.exe", b"MZ")).status_code == 415
     after = outcomes((await client.get("/metrics")).text)
     assert {k: after[k] - before[k] for k in after} == {"accepted": 1, "unchanged": 1, "rejected": 1, "failed": 0}

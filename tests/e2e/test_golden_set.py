@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_evaluator.harness import EvalOptions, parse_thresholds, run_evaluation
-from tests.conftest import ROOT, System
+from rag_eval.options import EvalOptions
+from rag_eval.run import run_evaluation
+from rag_eval.thresholds import parse_thresholds
+from tests.support.system import ROOT, System
 
 pytestmark = pytest.mark.e2e
 

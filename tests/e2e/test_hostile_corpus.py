@@ -14,10 +14,10 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import System
 from tests.support.hostile_corpus import HostileFile, build_corpus
 from tests.support.http import FINAL, ask
 from tests.support.rawhttp import RawConnection, RawResponse, multipart
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

@@ -10,9 +10,9 @@ import httpx
 import nats
 import pytest
 
-from tests.conftest import UPLOAD_LIMIT, System
 from tests.support.http import ask, upload, upload_and_wait
 from tests.support.rawhttp import RawConnection, multipart
+from tests.support.system import UPLOAD_LIMIT, System
 
 pytestmark = pytest.mark.e2e
 

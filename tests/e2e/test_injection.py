@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from rag_common.injection import INJECTION_REFUSAL
-from tests.conftest import System
 from tests.support.http import ask, parse_sse, upload_and_wait
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

@@ -10,9 +10,9 @@ import pytest
 
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.fake_llm import REPLY_CHUNKS, FakeLLM
 from tests.support.http import parse_sse, upload_and_wait
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.e2e
 

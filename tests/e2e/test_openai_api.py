@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import System
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 

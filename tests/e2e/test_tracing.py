@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import httpx
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
 
-from tests.conftest import System
 from tests.support.http import ask, upload, upload_and_wait
+from tests.support.polling import eventually
+from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +39,7 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
 
 
 async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncClient) -> None:
-    response = await upload(client, "traced.md", b"# Traced\n\nThe heron count is 12.\n")
+    response = await upload(client, "traced.md", b"# Traced\n\nThe heron count is 12.\n", "traces")
     assert response.status_code == 202
     traceparent_spans = [
         s
@@ -76,18 +76,17 @@ async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
     system: System, client: httpx.AsyncClient
 ) -> None:
     before = len(system.spans.get_finished_spans())
-    document = await upload_and_wait(client, "spans.md", b"# Spans\n\nThe kestrel count is 31.\n")
+    document = await upload_and_wait(client, "spans.md", b"# Spans\n\nThe kestrel count is 31.\n", "traces")
     assert document["status"] == "indexed"
     for _ in range(3):
         await client.get(f"/v1/documents/{document['document_id']}")
     new = system.spans.get_finished_spans()[before:]
     assert not [s for s in new if s.name.startswith("GET /v1/documents")], "status polls are not traced"
-    deadline = time.monotonic() + 10
-    while True:
-        spans = {s.name: s for s in system.spans.get_finished_spans()[before:]}
-        if "ingest.upsert" in spans or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.05)
+
+    async def finished() -> dict[str, ReadableSpan]:
+        return {s.name: s for s in system.spans.get_finished_spans()[before:]}
+
+    spans = await eventually(finished, lambda names: "ingest.upsert" in names, timeout_s=10, what="ingest spans")
     index = spans["ingest.index"]
     for step in ("ingest.parse", "ingest.chunk", "ingest.embed", "ingest.upsert"):
         child = spans[step]

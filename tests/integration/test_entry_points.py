@@ -18,7 +18,7 @@ import pytest
 from rag_common import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 

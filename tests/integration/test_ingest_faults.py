@@ -13,12 +13,12 @@ import nats
 import pytest
 
 from rag_common import subjects
+from rag_common.documents import StatusStore
 from rag_common.messages import DocumentStatus
-from rag_common.status import StatusStore
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
 from tests.support.http import upload, upload_and_wait, wait_for_status
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 

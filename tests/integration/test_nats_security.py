@@ -102,7 +102,8 @@ async def test_service_connects_with_tls_and_password_and_declares_its_consumer(
 async def test_a_wrong_password_is_refused(secure_nats: tuple[str, Path]) -> None:
     url, ca = secure_nats
     settings = RouterSettings(nats_url=url, nats_user="rag", nats_password="wrong", nats_tls_ca_file=ca, metrics_port=0)
-    app = create_app(settings)
+    broker = create_app(settings).broker
+    assert broker is not None
     with pytest.raises(Exception, match=r"(?i)authorization"):
-        await app.broker.connect()
-    await app.broker.stop()
+        await broker.connect()
+    await broker.stop()

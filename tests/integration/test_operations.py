@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,7 +19,8 @@ from rag_common.transport.streams import consumer_config
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_retriever.settings import RetrieverSettings
-from tests.conftest import stack_options
+from tests.support.polling import eventually
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 
@@ -117,10 +117,13 @@ async def test_service_counters_start_at_zero_and_count_the_first_dead_letter(
             await nc.jetstream().publish(subjects.QUERY_REQUESTED, b'{"not": "a query"}')
         finally:
             await nc.close()
-        deadline = time.monotonic() + 10
-        while True:
-            _, text = await asyncio.to_thread(get, url + "/metrics")
-            if sample(text, "rag_dead_letters_total", reason="invalid_message", **router) == 1:
-                break
-            assert time.monotonic() < deadline, "the invalid message was not dead-lettered"
-            await asyncio.sleep(0.05)
+
+        async def metrics() -> str:
+            return (await asyncio.to_thread(get, url + "/metrics"))[1]
+
+        await eventually(
+            metrics,
+            lambda text: sample(text, "rag_dead_letters_total", reason="invalid_message", **router) == 1,
+            timeout_s=10,
+            what="the invalid message dead-lettered",
+        )

@@ -20,8 +20,8 @@ from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_generator.app import create_app as create_generator
 from rag_generator.settings import GeneratorSettings
-from tests.conftest import stack_options
 from tests.support.http import upload_and_wait
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import httpx
@@ -12,7 +10,8 @@ import pytest
 from rag_common import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.conftest import stack_options
+from tests.support.polling import eventually
+from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
 
@@ -57,11 +56,15 @@ async def test_gateway_is_unready_without_its_streams_or_nats(
         assert response.json()["missing"] == ["streams"]
 
         nats_server.stop()
-        deadline = time.monotonic() + 20
-        while True:
-            response = await client.get("/readyz")
-            if response.status_code == 503 and response.json()["checks"]["nats"] == "disconnected":
-                break
-            assert time.monotonic() < deadline, response.json()
-            await asyncio.sleep(0.1)
+
+        async def readiness() -> httpx.Response:
+            return await client.get("/readyz")
+
+        await eventually(
+            readiness,
+            lambda r: r.status_code == 503 and r.json()["checks"]["nats"] == "disconnected",
+            timeout_s=20,
+            what="readiness reports NATS disconnected",
+            interval_s=0.1,
+        )
         assert (await client.get("/healthz")).status_code == 200

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from typing import Any
 
 import httpx
+
+from tests.support.polling import eventually
 
 FINAL = {"indexed", "unchanged", "failed"}
 
@@ -27,13 +27,14 @@ async def upload(
 
 async def wait_for_status(client: httpx.AsyncClient, document_id: str, timeout_s: float = 60) -> dict[str, Any]:
     """Poll the status endpoint until the document reaches a final state (bounded in time)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        record: dict[str, Any] = (await client.get(f"/v1/documents/{document_id}")).json()
-        if record.get("status") in FINAL:
-            return record
-        assert time.monotonic() < deadline, f"document {document_id} stuck in {record.get('status')}"
-        await asyncio.sleep(0.05)
+
+    async def record() -> dict[str, Any]:
+        body: dict[str, Any] = (await client.get(f"/v1/documents/{document_id}")).json()
+        return body
+
+    return await eventually(
+        record, lambda r: r.get("status") in FINAL, timeout_s=timeout_s, what=f"document {document_id} final"
+    )
 
 
 async def upload_and_wait(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_common import asyncapi, subjects
+import rag_common.asyncapi as asyncapi
+import rag_common.subjects as subjects
 
 pytestmark = pytest.mark.unit
 

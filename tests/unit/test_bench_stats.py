@@ -1,17 +1,10 @@
-"""The benchmarks' percentile and median helpers."""
+"""The percentile and median helpers shared by the benchmarks and the evaluation reports."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-try:
-    from benchmarks.stats import median, paired_differences, percentile, summarize
-except ModuleNotFoundError:  # plain `pytest` (not `python -m pytest`) leaves the repo root off sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from benchmarks.stats import median, paired_differences, percentile, summarize
+from rag_eval.stats import median, paired_differences, percentile, summarize
 
 pytestmark = pytest.mark.unit
 

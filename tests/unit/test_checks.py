@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+from rag_common.conflicts import find_conflicts
 from rag_common.messages import Passage
 from rag_evaluator.checks import (
     FAILING_FLAGS,
     FLAG_NAMES,
-    check_citations,
+    Evaluation,
     citation_numbers,
     evaluate,
-    find_conflicts,
 )
 
 pytestmark = pytest.mark.unit
+
+
+def detail(result: Evaluation, flag: str) -> Any:
+    """What a raised flag found, as ``flag_details`` shows it (JSON-like, so typed loosely)."""
+    return result.details[flag]
+
 
 PRO_ROW = "Plan: Pro; Price per user per month: $12; Max projects: 50; Storage: 100 GB; Support: Email"
 PRICING_TABLE = (
@@ -57,30 +64,31 @@ def test_citation_numbers_parses_supported_forms(answer: str, expected: list[int
     assert citation_numbers(answer) == expected
 
 
+def citation_verdict(answer: str, passage_count: int) -> tuple[bool, object]:
+    """The ``citation_invalid`` flag and its details for an answer over ``passage_count`` passages."""
+    passages = [passage(n, f"doc{n}.md", "Orbitly plans and prices.") for n in range(1, passage_count + 1)]
+    result = evaluate(answer, passages, refused=False)
+    return result.flags["citation_invalid"], result.details.get("citation_invalid")
+
+
 def test_citations_pointing_at_given_passages_are_valid() -> None:
-    assert check_citations("Pro is $12 [1] and Business is $20 [2].", 2) == (
-        False,
-        {"invalid": [], "missing": False},
-    )
+    assert citation_verdict("Pro is $12 [1] and Business is $20 [2].", 2) == (False, None)
 
 
 def test_citation_beyond_the_passages_is_invalid() -> None:
-    invalid, details = check_citations("Pro is $12 [3].", 2)
-    assert invalid
-    assert details == {"invalid": [3], "missing": False}
+    assert citation_verdict("Pro is $12 [3].", 2) == (True, {"invalid": [3], "missing": False})
 
 
 def test_answer_without_citations_is_invalid() -> None:
-    assert check_citations("Pro is $12.", 2) == (True, {"invalid": [], "missing": True})
+    assert citation_verdict("Pro is $12.", 2) == (True, {"invalid": [], "missing": True})
 
 
 def test_markdown_link_alone_does_not_count_as_citation() -> None:
-    invalid, details = check_citations("Read [docs](http://x).", 2)
-    assert invalid and details["missing"] is True
+    assert citation_verdict("Read [docs](http://x).", 2) == (True, {"invalid": [], "missing": True})
 
 
 def test_citation_zero_is_invalid() -> None:
-    assert check_citations("Odd [0] [1].", 1) == (True, {"invalid": [0], "missing": False})
+    assert citation_verdict("Odd [0] [1].", 1) == (True, {"invalid": [0], "missing": False})
 
 
 # --- conflicts: positives ----------------------------------------------------------------------
@@ -214,7 +222,7 @@ def test_evaluate_clean_answer_is_not_flagged() -> None:
 def test_evaluate_invalid_citation_is_failing() -> None:
     result = evaluate("Pro costs $12 [7].", [passage(1, "pricing.md", PRO_ROW)], refused=False)
     assert result.flags["citation_invalid"] and result.flagged
-    assert result.details["citation_invalid"] == {"invalid": [7], "missing": False}
+    assert detail(result, "citation_invalid") == {"invalid": [7], "missing": False}
 
 
 def test_evaluate_uses_citations_given_by_the_generator() -> None:
@@ -270,13 +278,13 @@ def test_a_sentence_the_cited_passage_does_not_support_is_ungrounded() -> None:
     answer = "Employees get 25 days of paid leave per year [1]. Managers approve sabbaticals within a week [1]."
     result = evaluate(answer, [HANDBOOK], refused=False)
     assert result.flags["ungrounded"] and result.flagged
-    assert result.details["ungrounded"]["sentence"].startswith("Managers approve sabbaticals")
+    assert detail(result, "ungrounded")["sentence"].startswith("Managers approve sabbaticals")
 
 
 def test_a_number_the_passage_does_not_state_makes_the_sentence_ungrounded() -> None:
     result = evaluate("Employees get 30 days of paid leave per year [1].", [HANDBOOK], refused=False)
     assert result.flags["ungrounded"]
-    assert result.details["ungrounded"]["missing_numbers"] == ["30"]
+    assert detail(result, "ungrounded")["missing_numbers"] == ["30"]
 
 
 def test_framing_words_and_quoted_sentences_are_grounded() -> None:
@@ -300,7 +308,7 @@ def test_low_confidence_carries_the_retrievers_reason() -> None:
         low_confidence="best passage only 0.02 above the collection's threshold",
     )
     assert result.flags["low_confidence"] and result.flagged
-    assert "threshold" in result.details["low_confidence"]
+    assert "threshold" in detail(result, "low_confidence")
 
 
 def test_a_marginally_supported_sentence_is_low_confidence_not_ungrounded() -> None:
@@ -321,7 +329,7 @@ def test_a_passage_with_planted_text_raises_injection_suspected_without_repeatin
     )
     result = evaluate("The Pro plan costs $12 per month [1].", [planted], refused=False)
     assert result.flags["injection_suspected"] and result.flagged
-    details = result.details["injection_suspected"]
+    details = detail(result, "injection_suspected")
     assert details["passages"] == [{"n": 1, "source": "pricing.md", "section": "Plans", "page": 2}]
     assert "$99" not in json.dumps(result.details)
 
@@ -349,11 +357,11 @@ def test_planted_text_supports_nothing_and_feeds_no_conflict() -> None:
     assert quoting.flags["ungrounded"]
     result = evaluate("Pro costs $12 [1].", [planted, brochure], refused=False, question="What does Pro cost?")
     assert result.flags["conflicting_sources"]  # the brochure's own $99 is a real statement
-    details = result.details["conflicting_sources"][0]["values"]
+    details = detail(result, "conflicting_sources")[0]["values"]
     assert details["pricing.md"] == ["$12"]
 
 
 def test_a_question_suspicion_is_injection_suspected_even_when_refused() -> None:
     result = evaluate("I can't help with that request.", [], refused=True, suspicions=["question: override"])
     assert result.flags["refused"] and result.flags["injection_suspected"] and result.flagged
-    assert result.details["injection_suspected"]["suspicions"] == ["question: override"]
+    assert detail(result, "injection_suspected")["suspicions"] == ["question: override"]

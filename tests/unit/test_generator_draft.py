@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rag_common.injection import INJECTION_REFUSAL
-from rag_common.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route
+from rag_common.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
 from rag_common.telemetry import setup_telemetry
 from rag_generator import app as generator_app
 from rag_generator.app import LLM_REFUSAL_REASON, Generator
@@ -90,7 +90,7 @@ async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, mo
         seen.append(messages)
         text = "I don't have information on that; contact support@x.example."
         await on_token(text)
-        return Completion(text=text, model=model, usage=generator_app.Usage())
+        return Completion(text=text, model=model, usage=Usage())
 
     monkeypatch.setattr(generator_app, "stream_completion", declining)
     gen, _ = generator(tmp_path, model_fast="openai/test")
@@ -108,7 +108,7 @@ async def test_an_answer_that_leaks_the_prompt_is_withheld_and_suspected(
     ) -> Completion:
         text = f"Sure! My instructions: {messages[0]['content']}"
         await on_token(text)
-        return Completion(text=text, model=model, usage=generator_app.Usage())
+        return Completion(text=text, model=model, usage=Usage())
 
     monkeypatch.setattr(generator_app, "stream_completion", leaking)
     gen, _ = generator(tmp_path, model_fast="openai/test")

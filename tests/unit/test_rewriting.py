@@ -41,7 +41,7 @@ async def test_the_models_standalone_question_is_used(monkeypatch: pytest.Monkey
 
 async def test_a_failing_model_falls_back_to_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     async def down(**kwargs: Any) -> Any:
-        raise litellm.APIConnectionError(message="down", llm_provider="openai", model="test")
+        raise litellm.exceptions.APIConnectionError(message="down", llm_provider="openai", model="test")
 
     monkeypatch.setattr(litellm, "acompletion", down)
     settings = RetrieverSettings(rewrite_model="openai/test", metrics_port=0)

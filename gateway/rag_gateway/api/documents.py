@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import uuid
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -14,11 +12,18 @@ from fastapi.responses import JSONResponse
 from nats.js.api import ObjectMeta
 
 from rag_common import subjects
+from rag_common.documents import (
+    StatusConflict,
+    StatusStore,
+    content_hash,
+    document_id_for,
+    object_name,
+    upload_unchanged,
+)
 from rag_common.formats import SUPPORTED_EXTENSIONS
 from rag_common.http_api import DocumentAccepted, DocumentList
 from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
 from rag_common.names import COLLECTION_RULE, DOCUMENT_ID_RULE, check_source_name, valid_collection, valid_document_id
-from rag_common.status import StatusStore
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
@@ -27,13 +32,6 @@ from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
-_DOC_NS = uuid.UUID("3b4f8a52-98c7-4bd5-8f0e-1b6a9c5d2e71")
-UPLOAD_ATTEMPTS = 20
-
-
-def document_id_for(collection: str, source: str) -> str:
-    """The same file name in the same collection is the same document: re-uploads replace it."""
-    return uuid.uuid5(_DOC_NS, f"{collection}/{source}").hex
 
 
 def check_collection(collection: str) -> str:
@@ -143,39 +141,30 @@ async def _upload(
     data = await _read_limited(file, gateway.settings.max_upload_bytes)
     rid = request_id(request)
     document_id = document_id_for(collection, source)
-    content_hash = hashlib.sha256(data).hexdigest()
-    # One object per version: concurrent uploads of one name never overwrite bytes being read.
-    object_name = f"{collection}/{document_id}/{content_hash}"
-    previous = await status_store.get(document_id)
-    unchanged = bool(previous and previous.content_hash == content_hash and previous.status in ("indexed", "unchanged"))
+    version = content_hash(data)
+    name = object_name(collection, document_id, version)
+    unchanged = upload_unchanged(await status_store.get(document_id), version)
     if not unchanged:  # identical bytes already indexed are not written again
-        await gateway.objects.put(object_name, data, meta=ObjectMeta(name=object_name, description=source))
-    for _ in range(UPLOAD_ATTEMPTS):
-        # Compare-and-set on the status record: of concurrent uploads of one name, the one whose
-        # record lands last is the accepted version.
-        previous, revision = await status_store.entry(document_id)
-        status = DocumentStatus(
+        await gateway.objects.put(name, data, meta=ObjectMeta(name=name, description=source))
+    try:
+        await status_store.accept_upload(
             document_id=document_id,
             collection=collection,
             source=source,
-            status="queued",
-            content_hash=content_hash,
+            version_hash=version,
             size=len(data),
-            chunks=previous.chunks if previous else 0,
             request_id=rid,
             metadata=meta,
         )
-        if await status_store.put_if(status, revision):
-            break
-    else:
-        raise ApiError(503, "busy", "too many concurrent uploads of this document; try again")
+    except StatusConflict:
+        raise ApiError(503, "busy", "too many concurrent uploads of this document; try again") from None
     message = IngestRequested(
         request_id=rid,
         document_id=document_id,
         collection=collection,
         source=source,
-        object_name=object_name,
-        content_hash=content_hash,
+        object_name=name,
+        content_hash=version,
         size=len(data),
         content_type=file.content_type,
         metadata=meta,
@@ -228,7 +217,12 @@ async def delete_document(
         raise ApiError(404, "document_not_found", f"no document {document_id!r}")
     require(principal, record.collection, Right.WRITE)
     rid = request_id(request)
-    await store.update(document_id, status="deleting", request_id=rid)
+    try:
+        marked = await store.start_delete(document_id, rid)
+    except StatusConflict:
+        raise ApiError(503, "busy", "too many concurrent changes of this document; try again") from None
+    if marked is None:
+        raise ApiError(404, "document_not_found", f"no document {document_id!r}")
     message = DeleteRequested(request_id=rid, document_id=document_id, collection=record.collection)
     await gateway.broker.publish(
         message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}

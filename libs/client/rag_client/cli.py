@@ -56,9 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--collection", help="only this collection")
     docs.add_argument("--json", action="store_true")
 
-    commands.add_parser(
-        "eval", help="run the evaluation harness (arguments as `python -m rag_evaluator.harness`)", add_help=False
-    )
+    commands.add_parser("eval", help="run the evaluation harness (arguments as `python -m rag_eval`)", add_help=False)
     return parser
 
 
@@ -110,7 +108,7 @@ def cmd_ask(console: Console, client: RagClient, args: argparse.Namespace) -> in
     question = " ".join(args.question)
     fields = {"collection": args.collection, "session_id": args.session, "selected_text": args.selected_text}
     if args.json:
-        answer = client.ask(question, **fields)  # type: ignore[arg-type]
+        answer = client.ask(question, **fields)
         console.print_json(answer.model_dump_json())
         return EXIT_OK
     answer = stream_answer(console, client, question, **fields)
@@ -217,7 +215,7 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
 
 
 def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    from rag_evaluator.harness import main as harness_main
+    from rag_eval.cli import main as harness_main
 
     harness_args = list(args.harness_args)
     if url_given and "--url" not in harness_args:

@@ -54,19 +54,15 @@ citation_numbers = cited_numbers
 
 
 def _citation_verdict(cited: Iterable[int], valid: Iterable[int]) -> tuple[bool, dict[str, object]]:
-    """Judge cited numbers against the passage numbers that exist."""
+    """Judge cited numbers against the passage numbers that exist.
+
+    Unusable citations: one points at no passage, or nothing is cited at all (an uncited answer
+    cannot be checked against its sources, so it counts as invalid too).
+    """
     numbers, known = list(cited), set(valid)
     invalid = sorted({n for n in numbers if n not in known})
     missing = not numbers
     return bool(invalid) or missing, {"invalid": invalid, "missing": missing}
-
-
-def check_citations(answer: str, passage_count: int) -> tuple[bool, dict[str, object]]:
-    """Whether the citations are unusable: one points at no passage, or nothing is cited at all.
-
-    An uncited answer cannot be checked against its sources, so it counts as invalid too.
-    """
-    return _citation_verdict(citation_numbers(answer), range(1, passage_count + 1))
 
 
 # --- grounding ---------------------------------------------------------------------------------

@@ -51,9 +51,7 @@ async def stream_completion(
     response = await litellm.acompletion(**kwargs)
     parts: list[str] = []
     usage = Usage()
-    used_model = model
     async for chunk in _chunks(response):
-        used_model = getattr(chunk, "model", None) or used_model
         if chunk.choices:
             delta = chunk.choices[0].delta
             text = getattr(delta, "content", None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,9 +13,16 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
 from rag_common import subjects
+from rag_common.documents import (
+    StatusStore,
+    content_hash,
+    hash_of_stored_version,
+    indexed_outcome,
+    legacy_object_name,
+    object_name,
+)
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_common.status import StatusStore
+from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_buckets
@@ -58,7 +64,7 @@ class Ingestor:
     async def ingest(self, request: IngestRequested) -> None:
         """Index the version a message names, if it is still the accepted one.
 
-        The status record is the judge (``StatusStore.transition`` compares and sets): a message
+        The status record is the judge (``rag_common.documents``, compare-and-set): a message
         whose version a newer upload replaced is skipped; the status names the version the index
         holds, with the index's own chunk count; one document is indexed by one worker at a time.
         """
@@ -66,25 +72,20 @@ class Ingestor:
             await self._ingest(request)
 
     async def _ingest(self, request: IngestRequested) -> None:
-        def current(record: DocumentStatus) -> bool:
-            return record.content_hash == request.content_hash and record.status != "deleting"
-
-        if await self.status.transition(request.document_id, current, status="processing", error=None) is None:
+        if not await self.status.start_processing(request):
             log.info("skipping %s (%s): a newer upload or a delete replaced it", request.document_id, request.source)
             await self._drop_object(request.object_name)
             return
         indexed = await asyncio.to_thread(self.store.document_state, request.collection, request.document_id)
         if indexed.version == index_version(request.content_hash, self.settings):
-            # Indexed before: by this very request (its status write was lost, e.g. NATS went
-            # away) → "indexed"; by an earlier upload of the same bytes → "unchanged".
-            state = "indexed" if indexed.request_id == request.request_id else "unchanged"
-            await self.status.transition(request.document_id, current, status=state, chunks=indexed.chunks, error=None)
+            state = indexed_outcome(indexed.request_id, request)
+            await self.status.finish(request, state, indexed.chunks)
             self.documents.labels(state).inc()
             log.info("document %s already indexed (%s): %s", request.document_id, request.source, state)
             return
         obj = await self.objects.get(request.object_name)
         data: bytes = obj.data
-        if hashlib.sha256(data).hexdigest() != request.content_hash:  # written by an older version
+        if content_hash(data) != request.content_hash:  # written by an older version
             raise PermanentError("content_mismatch", f"stored bytes of {request.source} are not the uploaded ones", 409)
         try:
             with self.telemetry.stage("index"), self.telemetry.tracer.start_as_current_span("ingest.index") as span:
@@ -97,15 +98,13 @@ class Ingestor:
             raise PermanentError("parse_failed", str(exc), 422) from exc
         except TooManyChunks as exc:
             raise PermanentError("too_many_chunks", str(exc), 413) from exc
-        written = await self.status.transition(
-            request.document_id, current, status="indexed", chunks=result.chunks, error=None
-        )
+        written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
         log.info("indexed %s: %d chunks%s", request.source, result.chunks, "" if written else " (superseded)")
-        replaced = (indexed.version or "").partition(":")[0]  # the stored version is "<content hash>:<settings>"
+        replaced = hash_of_stored_version(indexed.version)
         if replaced and replaced != request.content_hash:  # the replaced version's bytes
-            await self._drop_object(f"{request.collection}/{request.document_id}/{replaced}")
+            await self._drop_object(object_name(request.collection, request.document_id, replaced))
 
     async def _drop_object(self, name: str) -> None:
         """Delete bytes no message will read again (a replaced or superseded version)."""
@@ -121,28 +120,27 @@ class Ingestor:
             async with lock:
                 yield
         finally:
-            if not lock.locked() and not lock._waiters:  # type: ignore[attr-defined]
+            if not lock.locked() and not lock._waiters:
                 self._locks.pop(document_id, None)
 
     async def delete(self, request: DeleteRequested) -> None:
+        current = await self.status.get(request.document_id)
+        if current is not None and current.status != "deleting":
+            # An upload accepted after the delete request replaced the document: its version stays.
+            log.info("not deleting %s (%s): a newer upload replaced it", request.document_id, current.source)
+            return
         await asyncio.to_thread(self.store.delete_document, request.collection, request.document_id)
-        record = await self.status.get(request.document_id)
-        base = f"{request.collection}/{request.document_id}"
-        for name in (f"{base}/{record.content_hash}" if record else None, base):  # base: older versions' name
-            if name:
-                await self._drop_object(name)
-        await self.status.delete(request.document_id)
+        record = await self.status.forget(request.document_id)
+        if record is not None:  # else a newer upload owns the record and its bytes
+            await self._drop_object(object_name(request.collection, request.document_id, record.content_hash))
+            await self._drop_object(legacy_object_name(request.collection, request.document_id))
         self.documents.labels("deleted").inc()
 
     async def failed(self, fields: dict[str, Any], code: str, message: str, status: int) -> None:
         document_id, version = fields.get("document_id"), fields.get("content_hash")
         self.documents.labels("failed").inc()
-        if isinstance(document_id, str):  # a superseded version's failure does not mark the newer one
-
-            def same_version(record: DocumentStatus) -> bool:
-                return version is None or record.content_hash == version
-
-            await self.status.transition(document_id, same_version, status="failed", error=f"{code}: {message}")
+        if isinstance(document_id, str):
+            await self.status.fail(document_id, version if isinstance(version, str) else None, f"{code}: {message}")
 
 
 def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor: Ingestor) -> NatsBroker:

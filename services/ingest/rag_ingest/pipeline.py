@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 
 from opentelemetry import trace
 
+from rag_common.documents import stored_version
 from rag_common.embedding import Embedder
 from rag_common.injection import find_instruction_spans
 from rag_common.messages import ChunkPayload, IngestRequested
@@ -36,7 +37,6 @@ class TooManyChunks(Exception):
 @dataclass(frozen=True, slots=True)
 class IndexResult:
     chunks: int
-    unchanged: bool
 
 
 _NO_TRACING = trace.NoOpTracer()
@@ -138,7 +138,7 @@ def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettin
         section_path=list(chunk.section_path),
         page=chunk.page,
         chunk_index=chunk.chunk_index,
-        kind=chunk.kind,  # type: ignore[arg-type]  # the chunker makes only "text", "table" and "faq"
+        kind=chunk.kind,
         chunk_hash=chunk.content_hash,
         collection=request.collection,
         metadata=request.metadata,
@@ -167,7 +167,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.pdf_headings,
         settings.code_comment_headings,
     )
-    return f"{content_hash}:{hashlib.sha256(repr(shape).encode()).hexdigest()[:12]}"
+    return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
 
 
 def index_document(
@@ -201,4 +201,4 @@ def index_document(
         store.replace_document(
             request.collection, request.document_id, index_version(request.content_hash, settings), records
         )
-    return IndexResult(chunks=len(records), unchanged=False)
+    return IndexResult(chunks=len(records))

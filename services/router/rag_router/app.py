@@ -56,7 +56,7 @@ def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted
         return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"))
     score = score_query(query.question)
     route = Route(
-        tier=score.tier(settings.threshold),  # type: ignore[arg-type]
+        tier=score.tier(settings.threshold),
         score=score.score,
         signals=score.signals,
         reason=score.reason(settings.threshold),

@@ -14,7 +14,6 @@ retrieval @10 is computed over the 5 that exist.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -377,43 +376,3 @@ def summarize_answers(scores: Sequence[AnswerScores]) -> AnswerSummary:
         injection_accuracy=_share([s.injection_correct for s in scores]),
         rewrite_accuracy=_share([s.rewrite_correct for s in scores]),
     )
-
-
-# --- latency -----------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100) with linear interpolation between ranks (numpy's default).
-
-    Interpolating keeps p95 of a small set (50 questions) from jumping to the single slowest one.
-    """
-    if not values:
-        return None
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be within 0-100, got {q}")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    lower, upper = math.floor(position), math.ceil(position)
-    return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
-
-
-@dataclass(frozen=True, slots=True)
-class Percentiles:
-    """Median and tail of one latency distribution, in milliseconds."""
-
-    p50: float | None
-    p95: float | None
-    count: int
-
-
-def percentiles(values: Sequence[float]) -> Percentiles:
-    return Percentiles(p50=percentile(values, 50), p95=percentile(values, 95), count=len(values))
-
-
-def stage_percentiles(timings: Sequence[Mapping[str, float]]) -> dict[str, Percentiles]:
-    """p50/p95 per stage over the answers that went through it (greetings skip retrieval)."""
-    stages: dict[str, list[float]] = {}
-    for timing in timings:
-        for stage, ms in timing.items():
-            stages.setdefault(stage, []).append(float(ms))
-    return {stage: percentiles(values) for stage, values in sorted(stages.items())}

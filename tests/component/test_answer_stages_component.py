@@ -1,0 +1,117 @@
+"""The generator and the evaluator alone: in memory, and the same bodies on a real nats-server."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common import subjects
+from rag_common.messages import (
+    AnswerDelta,
+    Draft,
+    Passage,
+    Query,
+    QueryAnswer,
+    QueryDrafted,
+    QueryRetrieved,
+    Retrieval,
+    Route,
+)
+from rag_common.telemetry import setup_telemetry
+from rag_common.transport.streams import QUERY_JSTREAM
+from rag_evaluator.app import build_broker as build_evaluator
+from rag_evaluator.settings import EvaluatorSettings
+from rag_generator.app import build_broker as build_generator
+from rag_generator.settings import GeneratorSettings
+from tests.support.components import BrokerMode
+
+pytestmark = pytest.mark.component
+
+PRICING = Passage(
+    n=1,
+    source="pricing.md",
+    section="Plans",
+    text="Plan: Pro; Price per user per month: $12; Max projects: 50",
+    score=0.9,
+    similarity=0.8,
+)
+BROCHURE = Passage(
+    n=2,
+    source="brochure.md",
+    section="Pro",
+    text="The Pro plan costs $15 per user per month and includes unlimited guests.",
+    score=0.8,
+    similarity=0.7,
+)
+
+
+def retrieved(passages: list[Passage]) -> QueryRetrieved:
+    return QueryRetrieved(
+        query=Query(request_id="r1", gateway_id="gw", question="How much does the Pro plan cost per user per month?"),
+        route=Route(tier="fast"),
+        retrieval=Retrieval(passages=passages),
+    )
+
+
+async def test_generator_drafts_a_cited_extractive_answer_and_streams_it(mode: BrokerMode) -> None:
+    broker, _ = build_generator(GeneratorSettings(metrics_port=0, **mode.settings), setup_telemetry("generator"))
+    drafted: list[QueryDrafted] = []
+    deltas: list[AnswerDelta] = []
+
+    @broker.subscriber(subjects.QUERY_DRAFTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
+    async def capture(msg: QueryDrafted) -> None:
+        drafted.append(msg)
+
+    @broker.subscriber(subjects.answer_subject("gw", "r1", "delta"))
+    async def capture_delta(msg: AnswerDelta) -> None:
+        deltas.append(msg)
+
+    async with mode.broker(broker) as br:
+        await br.publish(retrieved([PRICING]), subjects.QUERY_RETRIEVED, stream=subjects.QUERY_STREAM)
+        await capture.wait_call(timeout=10)
+    [answer] = drafted
+    assert "$12" in answer.draft.answer and "[1]" in answer.draft.answer
+    assert [c.source for c in answer.citations] == ["pricing.md"]
+    assert not answer.draft.refused and "generator" in answer.timings_ms
+    if mode.real:  # deltas go straight to the NATS connection (no span per token): only a server carries them
+        streamed = "".join(d.text for d in sorted(deltas, key=lambda d: d.seq))
+        assert streamed == answer.draft.answer
+
+
+async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: BrokerMode) -> None:
+    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
+    finals: list[QueryAnswer] = []
+
+    @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))
+    async def capture(msg: QueryAnswer) -> None:
+        finals.append(msg)
+
+    drafted = QueryDrafted(
+        **retrieved([PRICING, BROCHURE]).model_dump(exclude={"type"}),
+        draft=Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
+    )
+    async with mode.broker(broker) as br:
+        await br.publish(drafted, subjects.QUERY_DRAFTED, stream=subjects.QUERY_STREAM)
+        await capture.wait_call(timeout=10)
+    [final] = finals
+    assert final.answer == drafted.draft.answer
+    assert final.flags["conflicting_sources"] and not final.flags["citation_invalid"]
+    assert "evaluator" in final.timings_ms
+
+
+async def test_evaluator_passes_a_grounded_cited_answer(mode: BrokerMode) -> None:
+    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
+    finals: list[QueryAnswer] = []
+
+    @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))
+    async def capture(msg: QueryAnswer) -> None:
+        finals.append(msg)
+
+    drafted = QueryDrafted(
+        **retrieved([PRICING]).model_dump(exclude={"type"}),
+        draft=Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
+    )
+    async with mode.broker(broker) as br:
+        await br.publish(drafted, subjects.QUERY_DRAFTED, stream=subjects.QUERY_STREAM)
+        await capture.wait_call(timeout=10)
+    [final] = finals
+    assert not final.flagged and not any(final.flags.values()), final.flag_details

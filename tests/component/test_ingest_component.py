@@ -1,0 +1,145 @@
+"""The ingest service alone: in memory (buckets stood in for) and, with the same body, on a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_common import subjects
+from rag_common.documents import StatusStore, content_hash, document_id_for, object_name
+from rag_common.embedding import get_embedder
+from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
+from rag_common.telemetry import setup_telemetry
+from rag_common.transport.buckets import open_buckets
+from rag_common.vectors import open_store
+from rag_ingest.app import Ingestor, build_broker
+from rag_ingest.settings import IngestSettings
+from tests.support.buckets import MemoryKeyValue, MemoryObjectStore
+from tests.support.components import BrokerMode
+from tests.support.polling import eventually
+
+pytestmark = pytest.mark.component
+
+COLLECTION = "component"
+SOURCE = "greenhouse.md"
+CONTENT = b"# Greenhouse\n\n## Watering\n\nThe kiwi greenhouse is watered at 06:40 by the robot Pollux.\n"
+
+
+async def upload(ingestor: Ingestor, broker: Any, data: bytes, request_id: str) -> str:
+    """What the gateway does for an upload: store the bytes, accept the version, queue it."""
+    document_id, version = document_id_for(COLLECTION, SOURCE), content_hash(data)
+    name = object_name(COLLECTION, document_id, version)
+    await ingestor.objects.put(name, data)
+    await ingestor.status.accept_upload(
+        document_id=document_id,
+        collection=COLLECTION,
+        source=SOURCE,
+        version_hash=version,
+        size=len(data),
+        request_id=request_id,
+        metadata={},
+    )
+    message = IngestRequested(
+        request_id=request_id,
+        document_id=document_id,
+        collection=COLLECTION,
+        source=SOURCE,
+        object_name=name,
+        content_hash=version,
+        size=len(data),
+    )
+    await broker.publish(message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM)
+    return document_id
+
+
+async def final_status(status: StatusStore, document_id: str) -> DocumentStatus:
+    async def record() -> DocumentStatus | None:
+        return await status.get(document_id)
+
+    found = await eventually(
+        record,
+        lambda r: r is not None and r.status in ("indexed", "unchanged", "failed"),
+        timeout_s=60,
+        what=f"document {document_id} final",
+    )
+    assert found is not None
+    return found
+
+
+async def test_a_document_is_indexed_then_unchanged_then_failed_keeping_its_index(
+    mode: BrokerMode, model_dir: Path, tmp_path: Path
+) -> None:
+    settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
+    ingestor = Ingestor(settings, setup_telemetry("ingest"))
+    ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+    ingestor.store = open_store(None, settings.resolved_qdrant_path)
+    broker = build_broker(settings, ingestor.telemetry, ingestor)
+    async with mode.broker(broker) as br:
+        if mode.real:
+            objects, kv = await open_buckets(br, settings)
+        else:
+            objects, kv = MemoryObjectStore(), MemoryKeyValue()
+        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+
+        document_id = await upload(ingestor, br, CONTENT, "r1")
+        indexed = await final_status(ingestor.status, document_id)
+        assert (indexed.status, indexed.source, indexed.collection) == ("indexed", SOURCE, COLLECTION)
+        assert indexed.chunks >= 1
+
+        await upload(ingestor, br, CONTENT, "r2")  # the same bytes again
+        again = await final_status(ingestor.status, document_id)
+        assert (again.status, again.chunks) == ("unchanged", indexed.chunks)
+
+        await upload(ingestor, br, b"", "r3")  # bytes that make no document
+        failed = await final_status(ingestor.status, document_id)
+        assert failed.status == "failed" and failed.error
+    state = ingestor.store.document_state(COLLECTION, document_id)
+    assert state.chunks == indexed.chunks  # the failed version left the indexed one searchable
+
+
+async def test_a_delete_removes_chunks_record_and_bytes_but_spares_a_newer_upload(
+    mode: BrokerMode, model_dir: Path, tmp_path: Path
+) -> None:
+    settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
+    ingestor = Ingestor(settings, setup_telemetry("ingest"))
+    ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+    ingestor.store = open_store(None, settings.resolved_qdrant_path)
+    broker = build_broker(settings, ingestor.telemetry, ingestor)
+    async with mode.broker(broker) as br:
+        if mode.real:
+            objects, kv = await open_buckets(br, settings)
+        else:
+            objects, kv = MemoryObjectStore(), MemoryKeyValue()
+        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+        document_id = await upload(ingestor, br, CONTENT, "r1")
+        assert (await final_status(ingestor.status, document_id)).status == "indexed"
+
+        async def record() -> DocumentStatus | None:
+            return await ingestor.status.get(document_id)
+
+        # A delete whose document was uploaded again in the meantime leaves the new version alone.
+        await ingestor.status.start_delete(document_id, "d1")
+        changed = CONTENT.replace(b"06:40", b"21:15")
+        await upload(ingestor, br, changed, "r2")
+        await br.publish(
+            DeleteRequested(request_id="d1", document_id=document_id, collection=COLLECTION),
+            subjects.INGEST_DELETE,
+            stream=subjects.INGEST_STREAM,
+        )
+        replaced = await final_status(ingestor.status, document_id)
+        assert (replaced.status, replaced.content_hash) == ("indexed", content_hash(changed))
+
+        await ingestor.status.start_delete(document_id, "d2")
+        await br.publish(
+            DeleteRequested(request_id="d2", document_id=document_id, collection=COLLECTION),
+            subjects.INGEST_DELETE,
+            stream=subjects.INGEST_STREAM,
+        )
+        await eventually(record, lambda r: r is None, timeout_s=30, what="the deleted document's record gone")
+        name = object_name(COLLECTION, document_id, content_hash(changed))
+        with pytest.raises(Exception):  # noqa: B017  (the object store's "not found" differs in memory and on NATS)
+            await ingestor.objects.get(name)
+    assert ingestor.store.document_state(COLLECTION, document_id).chunks == 0

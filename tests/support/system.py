@@ -1,0 +1,45 @@
+"""What the tests share besides fixtures: paths, the stack options of a test system, the ``System`` handle."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from rag_devrun.corpus import LoadResult
+from rag_devrun.stack import Stack, StackOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
+SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
+UPLOAD_LIMIT = 2 * 1024 * 1024
+
+
+def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: Mapping[str, object]) -> StackOptions:
+    store = {"model_dir": model_dir, "qdrant_path": data_dir / "qdrant"}
+    merged: dict[str, dict[str, object]] = {
+        "ingest": dict(store),
+        "retriever": dict(store),
+        "generator": {"model_dir": model_dir},
+    }
+    for service, values in overrides.items():
+        merged.setdefault(service, {}).update(values)
+    return StackOptions(data_dir=data_dir, nats_url=nats_url, port=0, metrics=False, overrides=merged)
+
+
+class System:
+    """The running system as the e2e tests see it."""
+
+    def __init__(self, stack: Stack, spans: InMemorySpanExporter, corpus: LoadResult) -> None:
+        self.stack, self.spans, self.corpus = stack, spans, corpus
+
+    @property
+    def base_url(self) -> str:
+        return self.stack.base_url
+
+
+def origin_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host}:{port}"
