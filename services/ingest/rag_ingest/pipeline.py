@@ -66,6 +66,7 @@ def make_chunks(
             overlap_tokens=settings.chunk_overlap_tokens,
             min_tokens=settings.chunk_min_tokens,
             max_chars=settings.chunk_max_chars,
+            token_spans=embedder.token_spans,
         )
         span.set_attribute("rag.chunks", len(chunks))
     return chunks
