@@ -18,6 +18,7 @@ from starlette.responses import Response
 from rag_common import subjects
 from rag_common.broker import make_broker
 from rag_common.jsstats import JetStreamStats
+from rag_common.recovery import layout_of
 from rag_common.sessions import SessionStore
 from rag_common.stage import open_buckets, open_sessions_bucket, prepare_jetstream
 from rag_common.status import StatusStore
@@ -88,6 +89,14 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     broker = build_broker(settings, telemetry, hub)
     gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))
     stats = JetStreamStats(telemetry.registry)
+
+    layout = layout_of(broker)
+    if layout is not None:  # questions lost with RAG_QUERY (NATS restart) are queued again
+
+        async def resubmit() -> None:
+            await query.resubmit_unanswered(gateway)
+
+        layout.add_restore_hook(resubmit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
