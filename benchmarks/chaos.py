@@ -124,8 +124,10 @@ class Cluster:
 async def wait_ready(client: httpx.AsyncClient, timeout_s: float) -> float:
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
-        with contextlib.suppress(httpx.HTTPError):
-            if (await client.get("/readyz", timeout=5)).status_code == 200:
+        with contextlib.suppress(httpx.HTTPError, ValueError):
+            response = await client.get("/readyz", timeout=5)
+            # 200 also means "degraded" (a service missing): ready again is every service back
+            if response.status_code == 200 and response.json().get("status") == "ready":
                 return time.monotonic() - started
         await asyncio.sleep(0.2)
     raise RuntimeError(f"system not ready within {timeout_s}s")
