@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,31 @@ async def test_an_ingest_that_dies_between_writing_and_dropping_leaves_only_the_
             assert record["status"] == "indexed" and record["chunks"] == 1, (new, record)
             passages = await indexed_passages(client)
             assert passages and all(f"team number {new} " in text for text in passages), (new, passages)
+
+
+async def test_questions_during_re_indexing_see_one_whole_revision(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    """While a document is replaced again and again, every question filtered to it finds its
+    text: the old revision's or the new one's, never neither and never both."""
+    options = stack_options(tmp_path, nats_server.url, model_dir)
+    async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
+        await upload_and_wait(client, "race.md", version(0))
+        replaced = asyncio.Event()
+        seen: list[set[str]] = []
+
+        async def asker() -> None:
+            while not replaced.is_set():
+                passages = await indexed_passages(client)
+                seen.append({word for text in passages for word in re.findall(r"team number (\d+) ", text)})
+
+        asking = asyncio.create_task(asker())
+        try:
+            for revision in range(1, 7):
+                record = await upload_and_wait(client, "race.md", version(revision))
+                assert record["status"] == "indexed", record
+        finally:
+            replaced.set()
+            await asking
+        assert seen, "no question was asked while the document was re-indexed"
+        assert all(len(teams) == 1 for teams in seen), [sorted(t) for t in seen if len(t) != 1]
