@@ -24,6 +24,7 @@ class Pending:
     attempt: str | None = None
     done: bool = False
     question: QueryRequested | None = None  # as queued: re-submitted if NATS lost it (restart)
+    requeue: asyncio.Task[None] | None = None  # publishing it again while NATS is away
 
 
 class AnswerHub:
@@ -42,7 +43,9 @@ class AnswerHub:
         return pending
 
     def close(self, request_id: str) -> None:
-        self._pending.pop(request_id, None)
+        pending = self._pending.pop(request_id, None)
+        if pending is not None and pending.requeue is not None:
+            pending.requeue.cancel()
 
     @property
     def in_flight(self) -> int:
