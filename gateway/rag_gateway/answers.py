@@ -24,7 +24,6 @@ class Pending:
     attempt: str | None = None
     done: bool = False
     question: QueryRequested | None = None  # as queued: re-submitted if NATS lost it (restart)
-    requeue: asyncio.Task[None] | None = None  # publishing it again while NATS is away
 
 
 class AnswerHub:
@@ -43,9 +42,7 @@ class AnswerHub:
         return pending
 
     def close(self, request_id: str) -> None:
-        pending = self._pending.pop(request_id, None)
-        if pending is not None and pending.requeue is not None:
-            pending.requeue.cancel()
+        self._pending.pop(request_id, None)
 
     @property
     def in_flight(self) -> int:

@@ -118,37 +118,14 @@ async def submit(
         selected_text=body.selected_text,
         trace_id=current_trace_id(),
     )
-    pending.question = message
     try:
         await publish_question(gateway, message)
     except Exception as exc:
-        # NATS away (restarting) or RAG_QUERY not declared again yet: keep the question and queue
-        # it as soon as that works, within its deadline, rather than answer 503 at once.
-        log.warning("question %s not queued yet, trying again until its deadline: %r", rid, exc)
-        pending.requeue = asyncio.create_task(queue_when_back(gateway, message))
-        return pending
+        gateway.hub.close(rid)
+        raise ApiError(503, "unavailable", f"could not queue the question: {exc}") from exc
+    pending.question = message
     log.info("question %s queued for collection %s (client_request_id=%s)", rid, body.collection, label)
     return pending
-
-
-REQUEUE_BACKOFF_S = (0.25, 0.5, 1.0, 2.0)
-
-
-async def queue_when_back(gateway: Gateway, message: QueryRequested) -> None:
-    """Publish a question that could not be queued, again and again (bounded by the query timeout)
-    while its caller still waits; the gateway's 504 at the deadline ends it otherwise."""
-    deadline = time.monotonic() + gateway.settings.query_timeout_s
-    attempt = 0
-    while time.monotonic() < deadline and message in gateway.hub.unanswered():
-        await asyncio.sleep(REQUEUE_BACKOFF_S[min(attempt, len(REQUEUE_BACKOFF_S) - 1)])
-        attempt += 1
-        try:
-            await publish_question(gateway, message)
-        except Exception as exc:
-            log.debug("question %s still not queued: %r", message.request_id, exc)
-            continue
-        log.info("question %s queued after %d attempt(s)", message.request_id, attempt + 1)
-        return
 
 
 async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
