@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested
 
 log = logging.getLogger("rag.gateway")
 
@@ -23,6 +23,7 @@ class Pending:
     queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
     attempt: str | None = None
     done: bool = False
+    question: QueryRequested | None = None  # as queued: re-submitted if NATS lost it (restart)
 
 
 class AnswerHub:
@@ -46,6 +47,10 @@ class AnswerHub:
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+    def unanswered(self) -> list[QueryRequested]:
+        """The questions queued by this gateway that have no final answer yet, oldest first."""
+        return [p.question for p in list(self._pending.values()) if p.question is not None and not p.done]
 
     def deliver(self, subject: str, body: bytes) -> None:
         parts = subject.split(".")

@@ -22,6 +22,7 @@ from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_buckets, open_sessions_bucket
+from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
 from rag_gateway.answers import AnswerHub
@@ -89,6 +90,14 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     broker = build_broker(settings, telemetry, hub)
     gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))
     stats = JetStreamStats(telemetry.registry)
+
+    layout = layout_of(broker)
+    if layout is not None:  # questions lost with RAG_QUERY (NATS restart) are queued again
+
+        async def resubmit() -> None:
+            await query.resubmit_unanswered(gateway)
+
+        layout.add_restore_hook(resubmit)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -15,6 +15,8 @@ import pytest
 from rag_common import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from rag_router.app import create_app as create_router
+from rag_router.settings import RouterSettings
 from tests.support.http import ask, upload_and_wait
 from tests.support.system import stack_options
 
@@ -81,3 +83,49 @@ async def test_readyz_reports_a_missing_consumer_while_nats_itself_is_up(
         body = response.json()
         assert body["status"] == "degraded" and body["degraded"] == ["generator"]
         assert body["services"]["generator"] == "missing RAG_QUERY/generator"
+
+
+async def test_a_question_inside_nats_when_it_restarts_is_answered_within_its_deadline(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    """RAG_QUERY is memory-stored: a restart drops the questions it held. The gateway knows
+    which it still waits for and queues them again, once, so the caller gets its answer
+    instead of a 504 at its deadline. The router is started only after the restart, so the
+    question is certainly inside the stream (not in a worker) when nats-server dies."""
+    timeout = {"query_timeout_s": 40.0}
+    options = stack_options(tmp_path, nats_server.url, model_dir, gateway=timeout)
+    options.services = ("ingest", "retriever", "generator", "evaluator")  # no router yet
+    async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
+        await upload_and_wait(client, "otters.md", b"# Otters\n\nThe otter pool is cleaned every Tuesday.\n")
+        asking = asyncio.create_task(client.post("/v1/query", json={"question": "When is the otter pool cleaned?"}))
+        nc = await nats.connect(nats_server.url)
+        try:
+            deadline = time.monotonic() + 20
+            while (await nc.jetstream().stream_info(subjects.QUERY_STREAM)).state.messages < 1:
+                assert time.monotonic() < deadline and not asking.done(), "the question never reached RAG_QUERY"
+                await asyncio.sleep(0.02)
+        finally:
+            await nc.close()
+
+        port = int(nats_server.url.rsplit(":", 1)[1])
+        nats_server.stop()
+        nats_server.port = port
+        nats_server.start()
+        router = create_router(RouterSettings(nats_url=stack.nats_url, data_dir=tmp_path, metrics_port=0))
+        await router.start()
+        try:
+            started = time.monotonic()
+            response = await asking
+            waited = time.monotonic() - started
+        finally:
+            await router.stop()
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert "Tuesday" in body["answer"] and [c["source"] for c in body["citations"]] == ["otters.md"]
+        assert waited < 30, f"answered {waited:.1f}s after the restart: not re-submitted, redelivered by chance"
+        nc = await nats.connect(nats_server.url)
+        try:
+            router_info = await nc.jetstream().consumer_info(subjects.QUERY_STREAM, subjects.ROUTER_CONSUMER)
+        finally:
+            await nc.close()
+        assert router_info.delivered.consumer_seq == 1  # queued again once: no second copy, no second answer

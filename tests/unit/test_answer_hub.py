@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, Route, Usage
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryRequested, Route, Usage
 from rag_common.subjects import answer_subject
 from rag_gateway.answers import AnswerHub, Event, Pending
 
@@ -122,3 +122,19 @@ def test_nothing_is_delivered_after_close() -> None:
     hub.deliver(subject("final"), final("late"))
     assert pending.queue.empty()
     assert hub.in_flight == 0
+
+
+def test_unanswered_lists_queued_questions_until_their_final_answer() -> None:
+    """What the gateway re-submits after a NATS restart: queued, not yet answered, still waited for."""
+    hub = AnswerHub()
+    questions = {
+        rid: QueryRequested(query=Query(request_id=rid, gateway_id="gw", question=f"q {rid}")) for rid in ("r1", "r2")
+    }
+    for rid, question in questions.items():
+        hub.open(rid).question = question
+    hub.open("r3")  # its publish has not been acknowledged yet: nothing to re-submit
+    assert [q.query.request_id for q in hub.unanswered()] == ["r1", "r2"]
+    hub.deliver(subject("final", "r1"), final("done", "r1"))
+    assert [q.query.request_id for q in hub.unanswered()] == ["r2"]
+    hub.close("r2")  # the caller gave up (504) or disconnected
+    assert hub.unanswered() == []

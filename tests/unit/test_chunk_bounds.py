@@ -28,6 +28,61 @@ def count_tokens() -> Callable[[str], int]:
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+@pytest.fixture(scope="module")
+def token_spans() -> Callable[[str], list[tuple[int, int, bool]]]:
+    """Token offsets of the same tokenizer, as the ingest pipeline passes them (``Embedder.token_spans``)."""
+    if not TOKENIZER_FILE.exists():
+        pytest.skip(f"{TOKENIZER_FILE} not available (make model)")
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_FILE))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def spans(text: str) -> list[tuple[int, int, bool]]:
+        encoding = tokenizer.encode(text, add_special_tokens=False)
+        return [(a, b, not t.startswith("##")) for (a, b), t in zip(encoding.offsets, encoding.tokens, strict=True)]
+
+    return spans
+
+
+def test_one_megabyte_of_punctuated_text_without_spaces_is_chunked_in_seconds(
+    count_tokens: Callable[[str], int], token_spans: Callable[[str], list[tuple[int, int, bool]]]
+) -> None:
+    """Issue 7: this took 82 s (a tokenizer call per step of a search, ~16 per chunk); one
+    tokenization of the text and cuts by its offsets take a few seconds (docs/FAULTS.md)."""
+    text = ("abc.d,e;fg" * 100_000)[: 1024 * 1024]
+    started = time.perf_counter()
+    chunks = chunk_blocks([Block(text, (), None, "text")], count_tokens, token_spans=token_spans)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 30, f"chunking 1 MB without spaces took {elapsed:.1f}s"
+    assert "".join(c.text for c in chunks) == text  # no spaces: windows do not overlap, nothing is lost
+    assert all(count_tokens(c.text) <= 200 and len(c.text) <= 2000 for c in chunks)
+    # full windows: no more than ~1.5x the chunks the token bound needs
+    assert len(chunks) <= 1.5 * count_tokens(text) / 200
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see https://example.com/" + "a/b-c_d.e?f=g&" * 2000 + " for details. " * 50,
+        ("naïve café Ünïcödé 東京タワー " * 400) + "x" * 70_000 + (" word." * 3000),
+        "y" * 40_000 + ".z" * 20_000 + " end",
+        " ".join(f"Firmware {i}.{i % 7} fixes WPA3-SAE handshakes (#{1000 + i})." for i in range(2000)),
+    ],
+    ids=["url", "unicode-and-run", "run-then-punctuation", "release-notes"],
+)
+def test_cuts_by_token_offsets_keep_both_bounds_exactly(
+    text: str, count_tokens: Callable[[str], int], token_spans: Callable[[str], list[tuple[int, int, bool]]]
+) -> None:
+    chunks = chunk_blocks(
+        [Block(text, ("Notes",), None, "text")], count_tokens, max_tokens=64, overlap_tokens=16, token_spans=token_spans
+    )
+    assert chunks
+    assert all(count_tokens(c.text) <= 64 and len(c.text) <= 2000 for c in chunks)
+    joined = "".join(c.text for c in chunks)
+    assert all(piece in joined for piece in text.split()[:: max(1, len(text.split()) // 50)])  # nothing skipped
+
+
 def test_five_megabytes_without_whitespace_become_many_bounded_chunks(count_tokens: Callable[[str], int]) -> None:
     text = "x" * (5 * 1024 * 1024)
     started = time.perf_counter()

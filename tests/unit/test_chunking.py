@@ -3,6 +3,7 @@
 import hashlib
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,7 +210,7 @@ def test_blank_blocks_are_ignored_and_no_blocks_give_no_chunks() -> None:
         {"min_tokens": -1},
     ],
 )
-def test_invalid_settings_are_rejected(settings: dict[str, int]) -> None:
+def test_invalid_settings_are_rejected(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="_tokens"):
         chunk_blocks([block("text")], count_words, **settings)
 

@@ -121,14 +121,40 @@ async def submit(
         )
     )
     try:
-        await gateway.broker.publish(
-            message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers={"Nats-Msg-Id": f"{rid}:requested"}
-        )
+        await publish_question(gateway, message)
     except Exception as exc:
         gateway.hub.close(rid)
         raise ApiError(503, "unavailable", f"could not queue the question: {exc}") from exc
+    pending.question = message
     log.info("question %s queued for collection %s (client_request_id=%s)", rid, body.collection, label)
     return pending
+
+
+async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
+    """Queue a question for the first stage. The message id is the request id: JetStream drops a
+    second publish of one question within the stream's duplicate window."""
+    await gateway.broker.publish(
+        message,
+        subjects.QUERY_REQUESTED,
+        stream=subjects.QUERY_STREAM,
+        headers={"Nats-Msg-Id": f"{message.query.request_id}:requested"},
+    )
+
+
+async def resubmit_unanswered(gateway: Gateway) -> int:
+    """Queue again every question this gateway still waits for (after a NATS restart).
+
+    ``RAG_QUERY`` is memory-stored: a restarted nats-server comes back without the questions it
+    held, and their callers would get 504 at their deadline. Run once the stream is back (the
+    broker's JetStream layout calls it); a question the stream still has is dropped by JetStream
+    as a duplicate, and the answer hub passes on one final answer per question in any case.
+    """
+    questions = gateway.hub.unanswered()
+    for message in questions:
+        await publish_question(gateway, message)
+    if questions:
+        log.warning("re-submitted %d unanswered question(s) after NATS came back", len(questions))
+    return len(questions)
 
 
 async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Event:

@@ -85,6 +85,12 @@ class Embedder:
         """Word-piece tokens of the dense model, without special tokens (what chunk sizes mean)."""
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
+    def token_spans(self, text: str) -> list[tuple[int, int, bool]]:
+        """Character spans of the word-piece tokens, each with whether it starts a word (no "##"):
+        the chunker cuts long texts from one tokenization (``rag_ingest.chunking.TokenSpans``)."""
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return [(s, e, not t.startswith("##")) for (s, e), t in zip(encoding.offsets, encoding.tokens, strict=True)]
+
     def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
         if not texts:
             return [], []

@@ -47,6 +47,20 @@ class IndexedDocument:
 
 
 @dataclass(frozen=True, slots=True)
+class VersionState:
+    """One version of a document in the index: chunks found, chunks it was written with (None
+    when its chunks do not say), and the upload whose message wrote it."""
+
+    chunks: int
+    expected: int | None
+    request_id: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.chunks > 0 and self.chunks == self.expected
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     score: float
     similarity: float
@@ -138,11 +152,47 @@ class VectorStore:
         with self._guard():
             for start in range(0, len(points), 256):
                 self.client.upsert(name, points=points[start : start + 256], wait=True)
-            stale = models.Filter(
-                must=[models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))],
-                must_not=[models.FieldCondition(key="content_hash", match=models.MatchValue(value=version))],
+            self._drop_other_versions(name, document_id, version)  # same lock: readers see old or new
+
+    # --- Re-index repair (issue 7): kept apart from the engine calls above on purpose. ---
+    # A worker that dies between writing a new version and dropping the old one leaves both in the
+    # index (readers would see the old revision's text next to the new one), and one that dies
+    # between two upsert batches leaves the new version incomplete. The retried message asks
+    # ``version_state`` whether its version is whole and, if so, only drops the other versions.
+
+    def version_state(self, collection: str, document_id: str, version: str) -> VersionState:
+        """How many chunks of one version of a document the index holds, and how many it should."""
+        name = qdrant_collection(collection)
+        selector = models.Filter(
+            must=[
+                models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
+                models.FieldCondition(key="content_hash", match=models.MatchValue(value=version)),
+            ]
+        )
+        with self._guard():
+            if not self.client.collection_exists(name):
+                return VersionState(0, None, None)
+            points, _ = self.client.scroll(
+                name, scroll_filter=selector, limit=1, with_payload=["request_id", "chunks_total"]
             )
-            self.client.delete(name, points_selector=models.FilterSelector(filter=stale), wait=True)
+            if not points or not points[0].payload:
+                return VersionState(0, None, None)
+            payload = points[0].payload
+            count = self.client.count(name, count_filter=selector, exact=True).count
+        total = payload.get("chunks_total")
+        return VersionState(count, int(total) if isinstance(total, int) else None, payload.get("request_id"))
+
+    def drop_other_versions(self, collection: str, document_id: str, version: str) -> None:
+        """Delete every chunk of a document that is not of ``version``."""
+        with self._guard():
+            self._drop_other_versions(qdrant_collection(collection), document_id, version)
+
+    def _drop_other_versions(self, name: str, document_id: str, version: str) -> None:
+        stale = models.Filter(
+            must=[models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))],
+            must_not=[models.FieldCondition(key="content_hash", match=models.MatchValue(value=version))],
+        )
+        self.client.delete(name, points_selector=models.FilterSelector(filter=stale), wait=True)
 
     def delete_document(self, collection: str, document_id: str) -> None:
         name = qdrant_collection(collection)

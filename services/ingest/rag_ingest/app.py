@@ -77,9 +77,15 @@ class Ingestor:
             await self._drop_object(request.object_name)
             return
         indexed = await asyncio.to_thread(self.store.document_state, request.collection, request.document_id)
-        if indexed.version == index_version(request.content_hash, self.settings):
-            state = indexed_outcome(indexed.request_id, request)
-            await self.status.finish(request, state, indexed.chunks)
+        version = index_version(request.content_hash, self.settings)
+        stored = await asyncio.to_thread(self.store.version_state, request.collection, request.document_id, version)
+        if stored.complete:
+            # Indexed before: by this very request (its status write was lost, e.g. NATS went
+            # away) → "indexed"; by an earlier upload of the same bytes → "unchanged". A worker
+            # that died before dropping the replaced version left it beside this one: drop it now.
+            await asyncio.to_thread(self.store.drop_other_versions, request.collection, request.document_id, version)
+            state = indexed_outcome(stored.request_id, request)
+            await self.status.finish(request, state, stored.chunks)
             self.documents.labels(state).inc()
             log.info("document %s already indexed (%s): %s", request.document_id, request.source, state)
             return

@@ -65,6 +65,7 @@ def make_chunks(
             overlap_tokens=settings.chunk_overlap_tokens,
             min_tokens=settings.chunk_min_tokens,
             max_chars=settings.chunk_max_chars,
+            token_spans=embedder.token_spans,
         )
         span.set_attribute("rag.chunks", len(chunks))
     return chunks
@@ -191,8 +192,14 @@ def index_document(
     with tracer.start_as_current_span("ingest.embed") as span:
         span.set_attribute("rag.chunks", len(chunks))
         dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+    # chunks_total: a retried message tells a whole written version from one cut short by a crash.
     records = [
-        ChunkRecord(chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings).stored())
+        ChunkRecord(
+            chunk_index=c.chunk_index,
+            dense=d,
+            sparse=s,
+            payload=chunk_payload(request, c, settings).model_copy(update={"chunks_total": len(chunks)}).stored(),
+        )
         for c, d, s in zip(chunks, dense, sparse, strict=True)
     ]
     with tracer.start_as_current_span("ingest.upsert") as span:

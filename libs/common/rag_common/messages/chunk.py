@@ -37,6 +37,7 @@ class ChunkPayload(BaseModel):
     injection_kinds: list[str] = Field(default_factory=list)
     boilerplate: bool = False
     request_id: str = ""  # which upload indexed this version (status repair)
+    chunks_total: int = 0  # chunks of this version: a retried ingest tells a whole version from one cut short
     document_id: str = ""
     content_hash: str = ""
 

@@ -27,6 +27,7 @@ from nats.js.errors import NotFoundError
 log = logging.getLogger(__name__)
 
 StreamDeclarer = Callable[[JetStreamContext], Awaitable[None]]
+RestoreHook = Callable[[], Awaitable[None]]
 
 CHECK_INTERVAL_S = 5.0
 RETRY_BACKOFF_S = (0.1, 0.25, 0.5, 1.0, 2.0)
@@ -57,9 +58,21 @@ class JetStreamLayout:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.redeclared = 0  # how many times a missing stream or consumer was declared again
+        self._hooks: list[RestoreHook] = []
+        self._reconnected = False  # a reconnect not yet followed by a complete layout
 
     def add_consumer(self, spec: ConsumerSpec) -> None:
         self.consumers.append(spec)
+
+    def add_restore_hook(self, hook: RestoreHook) -> None:
+        """Run ``hook`` once the layout is complete again after a reconnect or a missing part.
+
+        What a memory-stored stream held is gone by then (a restarted nats-server, or a stream
+        deleted by hand), so a hook puts back what its service still waits for: the gateway
+        re-submits the questions it has not answered yet (same message ids, so JetStream drops
+        any that the stream still had).
+        """
+        self._hooks.append(hook)
 
     async def declare(self, js: JetStreamContext) -> None:
         """Create or update every stream and consumer (idempotent; updates carry new settings)."""
@@ -94,6 +107,7 @@ class JetStreamLayout:
 
     async def reconnected(self) -> None:
         """nats-py's ``reconnected_cb``: look at the layout now rather than at the next check."""
+        self._reconnected = True
         if self._wake is not None:
             self._wake.set()
 
@@ -117,18 +131,33 @@ class JetStreamLayout:
         """Re-declare what is missing; JetStream may need a moment after a restart, so retry a few times."""
         for attempt, pause in enumerate((*RETRY_BACKOFF_S, None)):
             try:
+                reconnected, self._reconnected = self._reconnected, False
                 absent = await self.missing()
                 if absent:
                     assert self._js is not None
                     await self.declare(self._js)
                     self.redeclared += 1
                     log.warning("JetStream layout restored after it went missing: %s", ", ".join(absent))
+                if (absent or reconnected) and not await self._run_hooks():
+                    self._reconnected = True  # run them again at the next check
                 return
             except Exception as exc:  # NATS still coming back: try again shortly, then at the next check
+                self._reconnected = self._reconnected or reconnected
                 if pause is None:
                     log.warning("JetStream layout not restored after %d attempts: %r", attempt + 1, exc)
                     return
                 await asyncio.sleep(pause)
+
+    async def _run_hooks(self) -> bool:
+        """Run every restore hook; False if one failed (one hook's failure does not stop the others)."""
+        ok = True
+        for hook in self._hooks:
+            try:
+                await hook()
+            except Exception as exc:
+                log.warning("JetStream restore hook %r failed, will run again: %r", hook, exc)
+                ok = False
+        return ok
 
 
 _LAYOUTS: weakref.WeakKeyDictionary[Any, JetStreamLayout] = weakref.WeakKeyDictionary()
