@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ingest_s = time.perf_counter() - started
     retriever = Retriever(settings, inner, store)
     retriever.calibration("sweep")
-    scores, times, misses = [], [], []
+    scores, times, misses, tokens = [], [], [], []
     details: list[dict[str, Any]] = []
     has_page = False
     route = Route(tier="fast")
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         result = retriever.retrieve(query)
         times.append((time.perf_counter() - t0) * 1000)
         passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.passages]
+        tokens.append(sum(inner.count_tokens(p.text) for p in result.passages))
         score = score_retrieval(passages, question.expect.expected_sources)
         scores.append(score)
         details.append(
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "ingest_s": round(ingest_s, 1),
         **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
         "retrieve_ms_p50": round(statistics.median(times), 1),
+        "passage_tokens_mean": round(statistics.mean(tokens), 1),
     }
     print(json.dumps(line))
     if args.detail:

@@ -203,6 +203,22 @@ class VectorStore:
             )
         return hits
 
+    def fetch_chunks(
+        self, collection: str, keys: Sequence[tuple[str, str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id,
+        chunk_index); a chunk that does not exist (before the first, after the last) is absent."""
+        if not keys:
+            return {}
+        ids = [str(uuid.uuid5(_POINT_NS, f"{d}:{v}:{i}")) for d, v, i in keys]
+        with self._guard():
+            points = self.client.retrieve(qdrant_collection(collection), ids=ids, with_payload=True)
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        for point in points:
+            payload = dict(point.payload or {})
+            found[(str(payload.get("document_id", "")), int(payload.get("chunk_index", 0)))] = payload
+        return found
+
     def count(self, collection: str) -> int:
         with self._guard():
             return self.client.count(qdrant_collection(collection), exact=True).count

@@ -28,6 +28,21 @@ class RetrieverSettings(StoreSettings):
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
+    neighbours: int = Field(
+        0, ge=0, le=3, description="join this many neighbouring chunks of the same section on each side of a passage"
+    )
+    context_budget_tokens: int = Field(
+        0, ge=0, le=100_000, description="word-piece tokens all passages together may cost the generator (0 = no limit)"
+    )
+    section_units: bool = Field(
+        False, description="rank sections by all their candidate chunks (parent/child); the best chunk is the evidence"
+    )
+    section_child_weight: float = Field(
+        0.5, ge=0, le=2, description="section units: weight of a section's further chunks after its best one"
+    )
+    usage_penalty: float = Field(
+        1.0, ge=0, le=1, description="score factor per earlier turn of the session that cited the same source (1 = off)"
+    )
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of the dense ranking in the fusion")
     sparse_weight: float = Field(1.0, ge=0, le=10, description="weight of the BM25 ranking in the fusion")
     prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
