@@ -163,12 +163,15 @@ class VectorStore:
         rrf_k: int,
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
+        fusion: str = "rrf",
     ) -> list[Hit]:
         """Dense and BM25 candidates fused by reciprocal rank fusion in Qdrant's Query API.
 
         ``similarity`` is the dense cosine of each hit to the query (fusion scores are rank-based
         and say nothing absolute), which the retriever's relevance threshold uses. ``weights``
-        (dense, BM25) weigh the two rankings in the fusion; None weighs them equally.
+        (dense, BM25) weigh the two rankings in the fusion; None weighs them equally. ``fusion``
+        ``dbsf`` fuses the scores instead (distribution-based score fusion: each side's scores
+        normalised by their mean ± 3 standard deviations, then summed; no weights).
         """
         query_filter = build_filter(filters or {})
         with self._guard():
@@ -183,7 +186,9 @@ class VectorStore:
                         filter=query_filter,
                     ),
                 ],
-                query=models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
+                query=models.FusionQuery(fusion=models.Fusion.DBSF)
+                if fusion == "dbsf"
+                else models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
                 limit=limit,
                 with_payload=True,
                 with_vectors=[DENSE],

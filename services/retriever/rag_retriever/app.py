@@ -91,6 +91,7 @@ class Retriever:
             weights=None
             if self.settings.dense_weight == self.settings.sparse_weight == 1.0
             else (self.settings.dense_weight, self.settings.sparse_weight),
+            fusion=self.settings.fusion,
         )
         return dense, hits
 

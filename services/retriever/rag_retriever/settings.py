@@ -45,6 +45,9 @@ class RetrieverSettings(StoreSettings):
     )
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of the dense ranking in the fusion")
     sparse_weight: float = Field(1.0, ge=0, le=10, description="weight of the BM25 ranking in the fusion")
+    fusion: Literal["rrf", "dbsf"] = Field(
+        "rrf", description="fuse dense and BM25 by rank (rrf) or by normalised score (dbsf, no weights)"
+    )
     prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(
