@@ -26,9 +26,14 @@ def _spans(payload: Mapping[str, Any]) -> Spans:
 def overlap(left: str, right: str, min_chars: int = 8) -> int:
     """Length of the longest suffix of ``left`` that is a prefix of ``right`` (chunks overlap by
     some tokens at ingest); 0 when they share less than ``min_chars``."""
-    for size in range(min(len(left), len(right)), min_chars - 1, -1):
-        if left.endswith(right[:size]):
-            return size
+    if min(len(left), len(right)) < min_chars:
+        return 0
+    probe = right[:min_chars]
+    position = left.find(probe, max(0, len(left) - len(right)))
+    while position != -1:  # the earliest start that matches is the longest overlap
+        if right.startswith(left[position:]):
+            return len(left) - position
+        position = left.find(probe, position + 1)
     return 0
 
 
