@@ -52,7 +52,8 @@ def ask(retriever: Retriever, question: str, history: list[Turn] | None = None) 
 
 
 def settings(**overrides: object) -> RetrieverSettings:
-    return RetrieverSettings(calibrate=False, min_similarity=0.0, top_k=3, **overrides)  # type: ignore[arg-type]
+    plain: dict[str, object] = {"neighbours": 0, "context_budget_tokens": 0, **overrides}
+    return RetrieverSettings(calibrate=False, min_similarity=0.0, top_k=3, **plain)  # type: ignore[arg-type]
 
 
 def test_store_fetches_chunks_by_document_and_index(store: VectorStore) -> None:
