@@ -32,7 +32,10 @@ class RetrieverSettings(StoreSettings):
         1, ge=0, le=3, description="join this many neighbouring chunks of the same section on each side of a passage"
     )
     context_budget_tokens: int = Field(
-        1200, ge=0, le=100_000, description="word-piece tokens all passages together may cost the generator (0 = no limit)"
+        1200,
+        ge=0,
+        le=100_000,
+        description="word-piece tokens all passages together may cost the generator (0 = no limit)",
     )
     section_units: bool = Field(
         False, description="rank sections by all their candidate chunks (parent/child); the best chunk is the evidence"
