@@ -99,7 +99,13 @@ class Retriever:
         """What the generator reads: the passages within the token budget, each joined with its
         neighbouring chunks of the same section while the budget allows (each behind its setting)."""
         s = self.settings
-        count = self.embedder.count_tokens
+        counted: dict[str, int] = {}
+
+        def count(text: str) -> int:  # each chunk's text is tokenized once per question
+            if text not in counted:
+                counted[text] = self.embedder.count_tokens(text)
+            return counted[text]
+
         hits = fit_budget(hits, s.context_budget_tokens, count)
         if s.neighbours > 0 and hits:
             chunks = self.store.fetch_chunks(collection, neighbour_keys(hits, s.neighbours))

@@ -147,10 +147,11 @@ def expand_within(
         own = int(h.payload.get("chunk_index", 0))
         bigger = expand(h, chunks, radius, frozenset(shown[doc] - {own}))
         if bigger is not h:
-            extra = count(str(bigger.payload["text"])) - count(str(h.payload.get("text", "")))
+            first, last = bigger.payload["chunk_span"]
+            # the joined chunks' own counts: a little over the joined text's (their overlap counts twice)
+            extra = sum(count(str(chunks[(doc, i)].get("text", ""))) for i in range(first, last + 1) if i != own)
             if budget <= 0 or used + extra <= budget:
                 used += extra
-                first, last = bigger.payload["chunk_span"]
                 shown[doc].update(range(first, last + 1))
                 h = bigger
         out.append(h)
