@@ -19,7 +19,7 @@ from rag_common.names import check_filters, valid_collection
 from rag_common.stage import prepare_jetstream, publish_stage, register_ping, register_query_stage, serve_health
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.vectors import Hit, VectorStore, open_store
-from rag_retriever.context import expand_within, fit_budget, neighbour_keys
+from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import (
     downweight_boilerplate,
     fuse,
@@ -99,13 +99,7 @@ class Retriever:
         """What the generator reads: the passages within the token budget, each joined with its
         neighbouring chunks of the same section while the budget allows (each behind its setting)."""
         s = self.settings
-        counted: dict[str, int] = {}
-
-        def count(text: str) -> int:  # each chunk's text is tokenized once per question
-            if text not in counted:
-                counted[text] = self.embedder.count_tokens(text)
-            return counted[text]
-
+        count = estimate_tokens
         hits = fit_budget(hits, s.context_budget_tokens, count)
         if s.neighbours > 0 and hits:
             chunks = self.store.fetch_chunks(collection, neighbour_keys(hits, s.neighbours))

@@ -108,6 +108,13 @@ def expand(
     return replace(hit, payload=payload)
 
 
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: the usual rule for English under the generators' tokenizers,
+    free to compute (running the embedding model's tokenizer on every passage cost tens of
+    milliseconds per question on this machine), and the generator's own tokenizer is not ours."""
+    return (len(text) + 3) // 4
+
+
 def fit_budget(hits: Sequence[Hit], budget: int, count: Callable[[str], int]) -> list[Hit]:
     """The hits in rank order while their texts together stay within ``budget`` tokens; the first
     is always kept (a too-long best passage is still better than none). ``budget`` 0 = no limit."""

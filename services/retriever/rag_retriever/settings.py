@@ -35,7 +35,7 @@ class RetrieverSettings(StoreSettings):
         1200,
         ge=0,
         le=100_000,
-        description="word-piece tokens all passages together may cost the generator (0 = no limit)",
+        description="tokens (about 4 characters each) all passages together may cost the generator (0 = no limit)",
     )
     section_units: bool = Field(
         False, description="rank sections by all their candidate chunks (parent/child); the best chunk is the evidence"
