@@ -99,26 +99,18 @@ def ingest(corpus: Path, collection: str, embedder: CachedEmbedder, store: Vecto
     return total
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path, required=True)
-    parser.add_argument("--cache", type=Path, default=Path("data/sweep-cache"))
-    parser.add_argument("--label", default="")
-    parser.add_argument("--misses", action="store_true", help="print the questions with no gold passage in the top 5")
-    parser.add_argument("--detail", type=Path, help="write each question's passages and scores here (JSON lines)")
-    args = parser.parse_args(argv)
-    dataset = load_dataset(args.dataset)
-    settings = RetrieverSettings()
-    inner = get_embedder(settings.resolved_model_dir)
-    embedder = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
-    store = VectorStore(QdrantClient(location=":memory:"), local=True)
-    started = time.perf_counter()
-    chunks = ingest(dataset.corpus, "sweep", embedder, store)
-    embedder.save()
-    ingest_s = time.perf_counter() - started
-    retriever = Retriever(settings, inner, store)
+def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
+    """``label:key=value,key=value`` → the label and the retriever settings it overrides."""
+    label, _, pairs = spec.partition(":")
+    return label, dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
+
+
+def evaluate(
+    dataset: Any, retriever: Retriever, inner: Embedder
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str, list[Any]]]]:
+    """Every single question with gold sources through ``retriever``: summary, details, misses."""
     retriever.calibration("sweep")
-    scores, times, misses = [], [], []
+    scores, times, misses, tokens = [], [], [], []
     details: list[dict[str, Any]] = []
     has_page = False
     route = Route(tier="fast")
@@ -134,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         result = retriever.retrieve(query)
         times.append((time.perf_counter() - t0) * 1000)
         passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.retrieval.passages]
+        tokens.append(sum(inner.count_tokens(p.text) for p in result.retrieval.passages))
         score = score_retrieval(passages, question.expect.expected_sources)
         scores.append(score)
         details.append(
@@ -150,19 +143,58 @@ def main(argv: list[str] | None = None) -> int:
             misses.append((question.id, question.question, [(p.source, p.section, p.page) for p in passages]))
     summary = asdict(summarize_retrieval(scores, has_page_gold=has_page))
     line = {
-        "dataset": dataset.name,
-        "label": args.label,
-        "chunks": chunks,
-        "ingest_s": round(ingest_s, 1),
         **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in summary.items()},
         "retrieve_ms_p50": round(statistics.median(times), 1),
+        "passage_tokens_mean": round(statistics.mean(tokens), 1),
     }
-    print(json.dumps(line))
-    if args.detail:
-        args.detail.write_text("".join(json.dumps(d) + "\n" for d in details))
-    if args.misses:
-        for qid, text, got in misses:
-            print(f"MISS {qid}: {text}\n    {got}", file=sys.stderr)
+    return line, details, misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, required=True)
+    parser.add_argument("--cache", type=Path, default=Path("data/sweep-cache"))
+    parser.add_argument("--label", default="")
+    parser.add_argument("--misses", action="store_true", help="print the questions with no gold passage in the top 5")
+    parser.add_argument("--detail", type=Path, help="write each question's passages and scores here (JSON lines)")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="label:key=value,... retriever settings for one more run on the same ingested store (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    dataset = load_dataset(args.dataset)
+    settings = RetrieverSettings()
+    inner = get_embedder(settings.resolved_model_dir)
+    embedder = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
+    store = VectorStore(QdrantClient(location=":memory:"), local=True)
+    started = time.perf_counter()
+    chunks = ingest(dataset.corpus, "sweep", embedder, store)
+    embedder.save()
+    ingest_s = time.perf_counter() - started
+    variants = [parse_variant(v) for v in args.variant] or [("", {})]
+    for label, overrides in variants:
+        run = RetrieverSettings(**{**settings.model_dump(), **overrides})
+        line, details, misses = evaluate(dataset, Retriever(run, inner, store), inner)
+        print(
+            json.dumps(
+                {
+                    "dataset": dataset.name,
+                    "label": label or args.label,
+                    "chunks": chunks,
+                    "ingest_s": round(ingest_s, 1),
+                    **line,
+                }
+            ),
+            flush=True,
+        )
+        if args.detail:
+            path = args.detail if len(variants) == 1 else args.detail.with_suffix(f".{label}.jsonl")
+            path.write_text("".join(json.dumps(d) + "\n" for d in details))
+        if args.misses:
+            for qid, text, got in misses:
+                print(f"MISS {label} {qid}: {text}\n    {got}", file=sys.stderr)
     return 0
 
 

@@ -213,12 +213,15 @@ class VectorStore:
         rrf_k: int,
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
+        fusion: str = "rrf",
     ) -> list[Hit]:
         """Dense and BM25 candidates fused by reciprocal rank fusion in Qdrant's Query API.
 
         ``similarity`` is the dense cosine of each hit to the query (fusion scores are rank-based
         and say nothing absolute), which the retriever's relevance threshold uses. ``weights``
-        (dense, BM25) weigh the two rankings in the fusion; None weighs them equally.
+        (dense, BM25) weigh the two rankings in the fusion; None weighs them equally. ``fusion``
+        ``dbsf`` fuses the scores instead (distribution-based score fusion: each side's scores
+        normalised by their mean ± 3 standard deviations, then summed; no weights).
         """
         query_filter = build_filter(filters or {})
         with self._guard():
@@ -233,7 +236,9 @@ class VectorStore:
                         filter=query_filter,
                     ),
                 ],
-                query=models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
+                query=models.FusionQuery(fusion=models.Fusion.DBSF)
+                if fusion == "dbsf"
+                else models.RrfQuery(rrf=models.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
                 limit=limit,
                 with_payload=True,
                 with_vectors=[DENSE],
@@ -252,6 +257,22 @@ class VectorStore:
                 )
             )
         return hits
+
+    def fetch_chunks(
+        self, collection: str, keys: Sequence[tuple[str, str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id,
+        chunk_index); a chunk that does not exist (before the first, after the last) is absent."""
+        if not keys:
+            return {}
+        ids = [str(uuid.uuid5(_POINT_NS, f"{d}:{v}:{i}")) for d, v, i in keys]
+        with self._guard():
+            points = self.client.retrieve(qdrant_collection(collection), ids=ids, with_payload=True)
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        for point in points:
+            payload = dict(point.payload or {})
+            found[(str(payload.get("document_id", "")), int(payload.get("chunk_index", 0)))] = payload
+        return found
 
     def count(self, collection: str) -> int:
         with self._guard():

@@ -13,7 +13,7 @@ from faststream.nats import NatsBroker
 
 from rag_common import subjects
 from rag_common.embedding import Embedder, SparseVector, get_embedder
-from rag_common.messages import QueryRetrieved, QueryRouted, Retrieval
+from rag_common.messages import Query, QueryRetrieved, QueryRouted, Retrieval
 from rag_common.names import check_filters
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
@@ -21,7 +21,16 @@ from rag_common.transport.consuming import PermanentError, register_query_stage
 from rag_common.transport.publishing import publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_common.vectors import Hit, VectorStore, open_store
-from rag_retriever.ranking import downweight_boilerplate, fuse, keyword_query, mmr, split_question
+from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
+from rag_retriever.ranking import (
+    downweight_boilerplate,
+    fuse,
+    keyword_query,
+    mmr,
+    penalize_used,
+    section_units,
+    split_question,
+)
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
 from rag_retriever.rerank import make_reranker
 from rag_retriever.rewriting import rewrite
@@ -84,10 +93,24 @@ class Retriever:
             weights=None
             if self.settings.dense_weight == self.settings.sparse_weight == 1.0
             else (self.settings.dense_weight, self.settings.sparse_weight),
+            fusion=self.settings.fusion,
         )
         return dense, hits
 
-    def rank(self, collection: str, text: str, question: str, filters: dict[str, Any]) -> list[Hit]:
+    def context(self, collection: str, hits: list[Hit]) -> list[Hit]:
+        """What the generator reads: the passages within the token budget, each joined with its
+        neighbouring chunks of the same section while the budget allows (each behind its setting)."""
+        s = self.settings
+        count = estimate_tokens
+        hits = fit_budget(hits, s.context_budget_tokens, count)
+        if s.neighbours > 0 and hits:
+            chunks = self.store.fetch_chunks(collection, neighbour_keys(hits, s.neighbours))
+            hits = expand_within(hits, chunks, radius=s.neighbours, budget=s.context_budget_tokens, count=count)
+        return hits
+
+    def rank(
+        self, collection: str, text: str, question: str, filters: dict[str, Any], used: dict[str, int] | None = None
+    ) -> list[Hit]:
         """Search, fuse the parts of a two-part question, down-weight boilerplate, then pick the
         top_k with MMR or section diversity (each step behind its setting)."""
         s = self.settings
@@ -102,9 +125,13 @@ class Retriever:
                 replace(h, similarity=sum(a * b for a, b in zip(dense, h.dense, strict=False))) if h.dense else h
                 for h in fused
             ][:limit]
+        if s.section_units:
+            hits = section_units(hits, s.section_child_weight)
         if self.reranker is not None:
             hits = self.reranker.rerank(question, hits)
         hits = downweight_boilerplate(hits, s.boilerplate_weight)
+        if used and s.usage_penalty < 1.0:
+            hits = penalize_used(hits, used, s.usage_penalty)
         if s.mmr:
             return mmr(hits, s.top_k, s.mmr_lambda)
         return diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
@@ -119,7 +146,8 @@ class Retriever:
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
-        hits = self.rank(query.collection, text, question, query.filters)
+        hits = self.rank(query.collection, text, question, query.filters, used_sources(query))
+        hits = self.context(query.collection, hits)
         passages = to_passages(hits)
         threshold = self.calibration(query.collection).threshold
         best = max((p.similarity for p in passages), default=0.0)
@@ -151,6 +179,15 @@ class Retriever:
         return QueryRetrieved(
             query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
         )
+
+
+def used_sources(query: Query) -> dict[str, int]:
+    """How many earlier turns of the conversation cited each source (for the usage penalty)."""
+    counts: dict[str, int] = {}
+    for turn in query.history or []:
+        for source in set(turn.sources):
+            counts[source] = counts.get(source, 0) + 1
+    return counts
 
 
 def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Retriever]) -> NatsBroker:

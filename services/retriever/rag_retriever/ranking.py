@@ -124,3 +124,38 @@ def keyword_query(question: str) -> str:
     words = [w.strip(".'/-") for w in _WORD.findall(question)]
     kept = [w for w in words if w and w.lower() not in STOPWORDS and w.lower() not in _QUESTION_WORDS]
     return " ".join(kept) or question
+
+
+def section_units(hits: Sequence[Hit], child_weight: float) -> list[Hit]:
+    """Sections as the retrieval unit, chunks as the evidence (parent/child).
+
+    Each (source, section, page) is scored by its best chunk plus ``child_weight`` times the fused
+    scores of its other candidate chunks, so a section that several chunks match outranks one
+    that a single chunk only brushes; its best chunk stands for it. The other chunks follow, in
+    their order, for steps that fill slots from them (section diversity's second pass).
+    """
+    groups: dict[tuple[str, str, object], list[Hit]] = {}
+    for h in hits:
+        groups.setdefault(_section(h), []).append(h)
+    heads = [
+        replace(chunks[0], score=chunks[0].score + child_weight * sum(c.score for c in chunks[1:]))
+        for chunks in groups.values()
+    ]
+    heads.sort(key=lambda h: h.score, reverse=True)
+    rest = [c for chunks in groups.values() for c in chunks[1:]]
+    return heads + rest
+
+
+def penalize_used(hits: Sequence[Hit], used: dict[str, int], factor: float) -> list[Hit]:
+    """The usage penalty: a hit whose source earlier turns of the session cited ``n`` times has its
+    score multiplied by ``factor ** n`` (0.85 in seed 002), so a conversation moves on to material
+    it has not shown yet when that is about as relevant; then re-ranked."""
+    if factor >= 1.0 or not used:
+        return list(hits)
+    scored = [
+        replace(h, score=h.score * factor ** used[str(h.payload.get("source", ""))])
+        if used.get(str(h.payload.get("source", "")))
+        else h
+        for h in hits
+    ]
+    return sorted(scored, key=lambda h: h.score, reverse=True)

@@ -14,7 +14,7 @@ class RetrieverSettings(StoreSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_RETRIEVER_", extra="ignore", populate_by_name=True)
 
     top_k: int = Field(5, ge=1, le=50, description="passages given to the generator")
-    candidates: int = Field(15, ge=1, le=200, description="fused hits considered before section diversity")
+    candidates: int = Field(30, ge=1, le=200, description="fused hits considered before section diversity")
     diversify_sections: bool = Field(True, description="one chunk per section first, then the rest")
     mmr: bool = Field(False, description="pick the top_k by maximal marginal relevance instead of section diversity")
     mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: weight of relevance against redundancy")
@@ -28,8 +28,29 @@ class RetrieverSettings(StoreSettings):
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
+    neighbours: int = Field(
+        1, ge=0, le=3, description="join this many neighbouring chunks of the same section on each side of a passage"
+    )
+    context_budget_tokens: int = Field(
+        1200,
+        ge=0,
+        le=100_000,
+        description="tokens (about 4 characters each) all passages together may cost the generator (0 = no limit)",
+    )
+    section_units: bool = Field(
+        False, description="rank sections by all their candidate chunks (parent/child); the best chunk is the evidence"
+    )
+    section_child_weight: float = Field(
+        0.5, ge=0, le=2, description="section units: weight of a section's further chunks after its best one"
+    )
+    usage_penalty: float = Field(
+        1.0, ge=0, le=1, description="score factor per earlier turn of the session that cited the same source (1 = off)"
+    )
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of the dense ranking in the fusion")
     sparse_weight: float = Field(1.0, ge=0, le=10, description="weight of the BM25 ranking in the fusion")
+    fusion: Literal["rrf", "dbsf"] = Field(
+        "dbsf", description="fuse dense and BM25 by rank (rrf) or by normalised score (dbsf, no weights)"
+    )
     prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(

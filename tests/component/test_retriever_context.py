@@ -1,0 +1,99 @@
+"""The retriever alone on an in-memory Qdrant with the real offline model: score fusion, neighbour
+expansion, the token budget and the usage penalty as a user of the passages sees them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from qdrant_client import QdrantClient
+
+from rag_common.embedding import Embedder, get_embedder
+from rag_common.messages import Query, QueryRouted, Route, Turn
+from rag_common.vectors import ChunkRecord, VectorStore
+from rag_retriever.app import Retriever
+from rag_retriever.settings import RetrieverSettings
+
+pytestmark = pytest.mark.component
+
+SETUP = [  # one section of setup.md cut into three chunks, then another section
+    ("Installation", "To install Orbitly, download the installer from the account page."),
+    ("Installation", "Run the installer and accept the licence; it takes about two minutes."),
+    ("Installation", "After the install, restart the computer so the tray icon appears."),
+    ("Uninstalling", "To remove Orbitly, open Settings and choose Uninstall."),
+]
+PRICING = [("Plans", "The Pro plan costs 12 euros a month and includes the installer for teams.")]
+
+
+@pytest.fixture(scope="module")
+def embedder(model_dir: Path) -> Embedder:
+    return get_embedder(model_dir)
+
+
+@pytest.fixture
+def store(embedder: Embedder) -> VectorStore:
+    store = VectorStore(QdrantClient(location=":memory:"), local=True)
+    store.ensure_collection("docs")
+    for source, chunks in (("setup.md", SETUP), ("pricing.md", PRICING)):
+        dense, sparse = embedder.embed_passages([f"{section}\n{text}" for section, text in chunks])
+        records = [
+            ChunkRecord(i, d, s, {"text": text, "source": source, "section": section, "chunk_index": i, "page": None})
+            for i, ((section, text), d, s) in enumerate(zip(chunks, dense, sparse, strict=True))
+        ]
+        store.replace_document("docs", source, "v1", records)
+    return store
+
+
+def ask(retriever: Retriever, question: str, history: list[Turn] | None = None) -> list[tuple[str, str]]:
+    query = QueryRouted(
+        query=Query(request_id="r", gateway_id="g", question=question, collection="docs", history=history),
+        route=Route(tier="fast"),
+    )
+    return [(p.source, p.text) for p in retriever.retrieve(query).retrieval.passages]
+
+
+def settings(**overrides: object) -> RetrieverSettings:
+    plain: dict[str, object] = {"neighbours": 0, "context_budget_tokens": 0, **overrides}
+    return RetrieverSettings(calibrate=False, min_similarity=0.0, top_k=3, **plain)  # type: ignore[arg-type]
+
+
+def test_store_fetches_chunks_by_document_and_index(store: VectorStore) -> None:
+    found = store.fetch_chunks("docs", [("setup.md", "v1", 0), ("setup.md", "v1", 9), ("pricing.md", "v1", 0)])
+    assert sorted(found) == [("pricing.md", 0), ("setup.md", 0)]
+    assert found[("setup.md", 0)]["text"] == SETUP[0][1]
+
+
+def test_neighbour_expansion_gives_the_whole_section_around_the_best_chunk(
+    embedder: Embedder, store: VectorStore
+) -> None:
+    question = "How long does running the installer take?"
+    plain = ask(Retriever(settings(), embedder, store), question)
+    assert plain[0] == ("setup.md", SETUP[1][1])
+    expanded = ask(Retriever(settings(neighbours=1), embedder, store), question)
+    assert expanded[0] == ("setup.md", "\n".join(text for _, text in SETUP[:3]))
+    assert SETUP[3][1] not in expanded[0][1]  # another section is never joined
+    assert all(SETUP[0][1] not in text for _, text in expanded[1:])  # nor shown twice
+
+
+def test_token_budget_cuts_the_passages_the_generator_reads(embedder: Embedder, store: VectorStore) -> None:
+    question = "How long does running the installer take?"
+    assert len(ask(Retriever(settings(), embedder, store), question)) == 3
+    budgeted = ask(Retriever(settings(context_budget_tokens=30, neighbours=1), embedder, store), question)
+    assert budgeted == [("setup.md", SETUP[1][1])]  # the best passage, not expanded past the budget
+
+
+def test_score_fusion_ranks_the_answer_first_too(embedder: Embedder, store: VectorStore) -> None:
+    assert ask(Retriever(settings(fusion="dbsf"), embedder, store), "How do I remove Orbitly?")[0] == (
+        "setup.md",
+        SETUP[3][1],
+    )
+
+
+def test_usage_penalty_moves_a_conversation_to_sources_it_has_not_cited(embedder: Embedder, store: VectorStore) -> None:
+    question = "Is the installer included in the Pro plan?"
+    fresh = ask(Retriever(settings(usage_penalty=0.5), embedder, store), question)
+    cited = fresh[0][0]
+    history = [Turn(question="earlier", answer="...", sources=[cited])]
+    again = ask(Retriever(settings(usage_penalty=0.5), embedder, store), question, history)
+    assert again[0][0] != cited
+    assert ask(Retriever(settings(), embedder, store), question, history)[0][0] == cited  # off: unchanged
