@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -73,13 +74,13 @@ class Embedder:
                 model_file="model.onnx",
             )
         self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
+        _quiet_session(self.dense, model_dir / "model.onnx")
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
-        self._lock = threading.Lock()
 
     def count_tokens(self, text: str) -> int:
         """Word-piece tokens of the dense model, without special tokens (what chunk sizes mean)."""
@@ -106,6 +107,31 @@ class Embedder:
         dense = next(iter(self.dense.query_embed(text))).tolist()
         s = next(iter(self.sparse.query_embed(text)))
         return dense, SparseVector(s.indices.tolist(), s.values.tolist())
+
+
+def _quiet_session(embedding: Any, model_file: Path) -> None:
+    """Replace fastembed's onnxruntime session with one whose threads sleep when idle.
+
+    By default onnxruntime's intra-op threads spin for a while after each run: one query
+    embedding of 6 ms wall took 12 ms of CPU here, and 34 ms when other Python work followed it
+    (docs/BENCHMARKS.md). fastembed does not expose the spinning options, so the session is
+    rebuilt with the same model file and graph optimisation, ``allow_spinning=0`` and no arena.
+    One intra-op thread for queries was tried and was slower (wall 49–76 ms against 29–33 ms
+    with two, under load 7–10), so passages and queries share one session on every core.
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.inter_op_num_threads = 1
+    # Without the CPU arena onnxruntime frees each run's buffers instead of keeping the largest
+    # batch's for the life of the process: 160 passages of 256 tokens left 580 MB resident with
+    # the arena and 410 MB without, at the same speed (docs/FAULTS.md, point 11).
+    options.enable_cpu_mem_arena = False
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
+    inner.model = ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 _lock = threading.Lock()

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from faststream import FastStream
@@ -51,6 +52,12 @@ class Retriever:
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._lock = threading.Lock()
         self.reranker = make_reranker(settings.reranker, settings.rerank_heading_weight, settings.rerank_text_weight)
+        # A repeated question (a FAQ, a retry, a regenerated answer) skips the model (~10 ms).
+        self._embed = (
+            lru_cache(maxsize=settings.query_cache_size)(embedder.embed_query)
+            if settings.query_cache_size
+            else embedder.embed_query
+        )
 
     def calibration(self, collection: str) -> Calibration:
         """The collection's threshold, measured again when its size changed by a tenth or more."""
@@ -76,7 +83,8 @@ class Retriever:
 
     def search(self, collection: str, text: str, filters: dict[str, Any], limit: int) -> tuple[list[float], list[Hit]]:
         """One hybrid search; the sparse side gets only the question's keywords when so set."""
-        dense, sparse = self.embedder.embed_query(text)
+        dense, sparse = self._embed(text)
+        dense = list(dense)  # the cached list stays the cache's
         if self.settings.keyword_sparse:
             keywords = keyword_query(text)
             if keywords != text:

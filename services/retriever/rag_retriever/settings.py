@@ -15,6 +15,9 @@ class RetrieverSettings(StoreSettings):
 
     top_k: int = Field(5, ge=1, le=50, description="passages given to the generator")
     candidates: int = Field(30, ge=1, le=200, description="fused hits considered before section diversity")
+    query_cache_size: int = Field(
+        1024, ge=0, le=1_000_000, description="questions whose embeddings are kept (a repeat skips the model); 0: off"
+    )
     diversify_sections: bool = Field(True, description="one chunk per section first, then the rest")
     mmr: bool = Field(False, description="pick the top_k by maximal marginal relevance instead of section diversity")
     mmr_lambda: float = Field(0.7, ge=0, le=1, description="MMR: weight of relevance against redundancy")
