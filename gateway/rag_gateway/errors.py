@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from nats.errors import Error as NatsError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -226,6 +227,17 @@ def install_error_handlers(app: FastAPI) -> None:
         problems = [f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {_plain(e['msg'])}" for e in errors]
         param = (".".join(str(p) for p in errors[0]["loc"][1:]) or None) if errors else None
         return error_response(request, 422, "invalid_request", "; ".join(problems) or "invalid request", param=param)
+
+    @app.exception_handler(NatsError)
+    async def bus_unavailable(request: Request, exc: NatsError) -> JSONResponse:
+        # NATS did not confirm in time (a publish ack, a bucket write): a retry can succeed.
+        rid = request_id(request)
+        log.warning("request %s: NATS did not answer: %s: %s", rid, type(exc).__name__, exc)
+        response = error_response(
+            request, 503, "unavailable", f"the message bus did not answer in time; try again ({rid})"
+        )
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import nats.errors
 import pytest
 from fastapi import FastAPI
 
@@ -18,6 +19,10 @@ def make_app() -> FastAPI:
     @app.get("/boom")
     async def boom() -> None:
         raise RuntimeError("password=hunter2 at /srv/secret/path")
+
+    @app.get("/bus")
+    async def bus() -> None:
+        raise nats.errors.TimeoutError  # a JetStream publish whose ack did not come in time
 
     @app.post("/echo")
     async def echo(body: dict[str, str]) -> dict[str, str]:
@@ -37,6 +42,16 @@ async def test_an_unexpected_error_is_a_500_without_its_internals() -> None:
     assert error["code"] == "internal_error" and error["client_request_id"] == "mine-1"
     assert error["request_id"] == response.headers["x-request-id"] and error["request_id"] in error["message"]
     assert "hunter2" not in response.text and "RuntimeError" not in response.text
+
+
+async def test_a_message_bus_timeout_is_a_503_to_retry_not_an_internal_error() -> None:
+    transport = httpx.ASGITransport(app=make_app(), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        response = await client.get("/bus")
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    error = response.json()["error"]
+    assert error["code"] == "unavailable" and "try again" in error["message"]
+    assert error["request_id"] == response.headers["x-request-id"]
 
 
 async def test_body_limits_apply_per_path_and_keep_the_error_shape() -> None:
