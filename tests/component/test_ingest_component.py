@@ -28,6 +28,24 @@ SOURCE = "greenhouse.md"
 CONTENT = b"# Greenhouse\n\n## Watering\n\nThe kiwi greenhouse is watered at 06:40 by the robot Pollux.\n"
 
 
+async def make_ingestor(mode: BrokerMode, model_dir: Path, tmp_path: Path) -> tuple[Ingestor, Any]:
+    """An ingest service with its model and store loaded, and its broker (not started)."""
+    settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
+    ingestor = Ingestor(settings, setup_telemetry("ingest"))
+    ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+    ingestor.store = open_store(None, settings.resolved_qdrant_path)
+    return ingestor, build_broker(settings, ingestor.telemetry, ingestor)
+
+
+async def attach_buckets(ingestor: Ingestor, broker: Any, mode: BrokerMode) -> None:
+    """The real buckets on a server, in-memory stand-ins otherwise."""
+    if mode.real:
+        objects, kv = await open_buckets(broker, ingestor.settings)
+    else:
+        objects, kv = MemoryObjectStore(), MemoryKeyValue()
+    ingestor.objects, ingestor.status = objects, StatusStore(kv)
+
+
 async def upload(ingestor: Ingestor, broker: Any, data: bytes, request_id: str) -> str:
     """What the gateway does for an upload: store the bytes, accept the version, queue it."""
     document_id, version = document_id_for(COLLECTION, SOURCE), content_hash(data)
@@ -72,17 +90,9 @@ async def final_status(status: StatusStore, document_id: str) -> DocumentStatus:
 async def test_a_document_is_indexed_then_unchanged_then_failed_keeping_its_index(
     mode: BrokerMode, model_dir: Path, tmp_path: Path
 ) -> None:
-    settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
-    ingestor = Ingestor(settings, setup_telemetry("ingest"))
-    ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-    ingestor.store = open_store(None, settings.resolved_qdrant_path)
-    broker = build_broker(settings, ingestor.telemetry, ingestor)
+    ingestor, broker = await make_ingestor(mode, model_dir, tmp_path)
     async with mode.broker(broker) as br:
-        if mode.real:
-            objects, kv = await open_buckets(br, settings)
-        else:
-            objects, kv = MemoryObjectStore(), MemoryKeyValue()
-        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+        await attach_buckets(ingestor, br, mode)
 
         document_id = await upload(ingestor, br, CONTENT, "r1")
         indexed = await final_status(ingestor.status, document_id)
@@ -103,17 +113,9 @@ async def test_a_document_is_indexed_then_unchanged_then_failed_keeping_its_inde
 async def test_a_delete_removes_chunks_record_and_bytes_but_spares_a_newer_upload(
     mode: BrokerMode, model_dir: Path, tmp_path: Path
 ) -> None:
-    settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
-    ingestor = Ingestor(settings, setup_telemetry("ingest"))
-    ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-    ingestor.store = open_store(None, settings.resolved_qdrant_path)
-    broker = build_broker(settings, ingestor.telemetry, ingestor)
+    ingestor, broker = await make_ingestor(mode, model_dir, tmp_path)
     async with mode.broker(broker) as br:
-        if mode.real:
-            objects, kv = await open_buckets(br, settings)
-        else:
-            objects, kv = MemoryObjectStore(), MemoryKeyValue()
-        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+        await attach_buckets(ingestor, br, mode)
         document_id = await upload(ingestor, br, CONTENT, "r1")
         assert (await final_status(ingestor.status, document_id)).status == "indexed"
 
