@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from fastapi.responses import JSONResponse
 from nats.js.api import ObjectMeta
 
-from rag_common import subjects
+from rag_common import names, subjects
 from rag_common.documents import (
     StatusConflict,
     StatusStore,
@@ -23,7 +23,7 @@ from rag_common.documents import (
 from rag_common.formats import SUPPORTED_EXTENSIONS
 from rag_common.http_api import DocumentAccepted, DocumentList
 from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_common.names import COLLECTION_RULE, DOCUMENT_ID_RULE, check_source_name, valid_collection, valid_document_id
+from rag_common.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
@@ -35,9 +35,11 @@ log = logging.getLogger("rag.gateway")
 
 
 def check_collection(collection: str) -> str:
-    if not valid_collection(collection):
-        raise ApiError(422, "invalid_collection", f"collection {collection!r} must be {COLLECTION_RULE}")
-    return collection
+    """The shared collection rule (``rag_common.names``), as this API's 422."""
+    try:
+        return names.check_collection(collection)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_collection", str(exc)) from None
 
 
 def check_document_id(document_id: str) -> str:
