@@ -32,7 +32,7 @@ from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_devrun.corpus import corpus_files
 from rag_eval.dataset import load_dataset
-from rag_eval.metrics import RetrievedPassage, score_retrieval, summarize_retrieval
+from rag_eval.metrics import score_retrieval, summarize_retrieval
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever
@@ -125,7 +125,7 @@ def evaluate(
         t0 = time.perf_counter()
         result = retriever.retrieve(query)
         times.append((time.perf_counter() - t0) * 1000)
-        passages = [RetrievedPassage(p.n, p.source, p.section, p.page) for p in result.retrieval.passages]
+        passages = result.retrieval.passages
         tokens.append(sum(inner.count_tokens(p.text) for p in result.retrieval.passages))
         score = score_retrieval(passages, question.expect.expected_sources)
         scores.append(score)

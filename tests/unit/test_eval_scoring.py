@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_common.messages import Passage
 from rag_eval.dataset import collection_for, load_dataset, parse_questions, slug
 from rag_eval.errors import UsageError
 from rag_eval.markdown import render_markdown
@@ -20,7 +21,6 @@ from rag_eval.metrics import (
     MatchRule,
     Observed,
     RetrievalScores,
-    RetrievedPassage,
     citations_valid,
     cited_numbers,
     disallowed_found,
@@ -48,8 +48,8 @@ SLA_P2 = GoldSource("sla.pdf", page=2)
 NOTES = GoldSource("notes.txt")
 
 
-def passage(n: int, source: str, section: str = "", page: int | None = None) -> RetrievedPassage:
-    return RetrievedPassage(n=n, source=source, section=section, page=page)
+def passage(n: int, source: str, section: str = "", page: int | None = None) -> Passage:
+    return Passage(n=n, source=source, section=section, page=page)
 
 
 # Ranked best first. Relevant to GOLD = (PLANS, SLA_P2): ranks 2 (PLANS), 4 (SLA_P2) and 5 (PLANS again).
@@ -84,7 +84,7 @@ GOLD = (PLANS, SLA_P2)
     ],
 )
 def test_passage_matches_source_and_section_or_page(
-    returned: RetrievedPassage, gold: GoldSource, rule: MatchRule, expected: bool
+    returned: Passage, gold: GoldSource, rule: MatchRule, expected: bool
 ) -> None:
     assert passage_matches(returned, gold, rule) is expected
 

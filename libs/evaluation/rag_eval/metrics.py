@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from rag_common.messages import Passage  # the one passage shape: the answer's, as the metrics read it
+
 # --- typed inputs ------------------------------------------------------------------------------
 
 
@@ -28,16 +30,6 @@ class GoldSource:
 
     source: str
     section: str | None = None
-    page: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RetrievedPassage:
-    """The part of a returned passage the retrieval metrics look at."""
-
-    n: int
-    source: str
-    section: str = ""
     page: int | None = None
 
 
@@ -81,7 +73,7 @@ class Observed:
     flagged: bool
     flags: Mapping[str, bool]
     tier: str | None
-    passages: tuple[RetrievedPassage, ...]
+    passages: tuple[Passage, ...]
     rewritten_question: str | None = None
 
 
@@ -94,7 +86,7 @@ def _same_source(returned: str, gold: str, basename_only: bool) -> bool:
     return returned == gold
 
 
-def passage_matches(passage: RetrievedPassage, gold: GoldSource, rule: MatchRule = STRICT) -> bool:
+def passage_matches(passage: Passage, gold: GoldSource, rule: MatchRule = STRICT) -> bool:
     """Whether a returned passage is (part of) the place a gold entry points at."""
     if not _same_source(passage.source, gold.source, rule.basename_only):
         return False
@@ -106,7 +98,7 @@ def passage_matches(passage: RetrievedPassage, gold: GoldSource, rule: MatchRule
     return True
 
 
-def relevant(passage: RetrievedPassage, golds: Sequence[GoldSource], rule: MatchRule = STRICT) -> bool:
+def relevant(passage: Passage, golds: Sequence[GoldSource], rule: MatchRule = STRICT) -> bool:
     """Whether a passage matches any gold entry."""
     return any(passage_matches(passage, gold, rule) for gold in golds)
 
@@ -114,16 +106,12 @@ def relevant(passage: RetrievedPassage, golds: Sequence[GoldSource], rule: Match
 # --- retrieval metrics, one question -----------------------------------------------------------
 
 
-def hit_at_k(
-    passages: Sequence[RetrievedPassage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT
-) -> float:
+def hit_at_k(passages: Sequence[Passage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT) -> float:
     """1.0 when any of the first k passages matches a gold entry, else 0.0."""
     return 1.0 if any(relevant(p, golds, rule) for p in passages[:k]) else 0.0
 
 
-def precision_at_k(
-    passages: Sequence[RetrievedPassage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT
-) -> float:
+def precision_at_k(passages: Sequence[Passage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT) -> float:
     """Matching passages among the first k, divided by k or by how many were returned if fewer.
 
     Dividing by the number returned (not by k) is the cookbook's choice: a system that returns two
@@ -135,9 +123,7 @@ def precision_at_k(
     return sum(1 for p in top if relevant(p, golds, rule)) / len(top)
 
 
-def recall_at_k(
-    passages: Sequence[RetrievedPassage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT
-) -> float:
+def recall_at_k(passages: Sequence[Passage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT) -> float:
     """Gold entries matched by at least one of the first k passages, divided by the number of gold entries."""
     if not golds:
         return 0.0
@@ -147,7 +133,7 @@ def recall_at_k(
 
 
 def reciprocal_rank_at_k(
-    passages: Sequence[RetrievedPassage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT
+    passages: Sequence[Passage], golds: Sequence[GoldSource], k: int, rule: MatchRule = STRICT
 ) -> float:
     """1/rank of the first matching passage within the first k, 0.0 if none matches."""
     for rank, passage in enumerate(passages[:k], start=1):
@@ -177,7 +163,7 @@ class RetrievalScores:
 
 
 def score_retrieval(
-    passages: Sequence[RetrievedPassage], golds: Sequence[GoldSource], *, basename_only: bool = False
+    passages: Sequence[Passage], golds: Sequence[GoldSource], *, basename_only: bool = False
 ) -> RetrievalScores:
     """All retrieval metrics of one question against its gold entries."""
     rule = MatchRule(basename_only=basename_only)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rag_common.messages import Passage
 from rag_eval.client import Outcome, QuestionError
 from rag_eval.dataset import Dataset
 from rag_eval.markdown import render_markdown
@@ -21,7 +22,6 @@ from rag_eval.metrics import (
     Observed,
     RetrievalScores,
     RetrievalSummary,
-    RetrievedPassage,
     relevant,
     score_answer,
     score_retrieval,
@@ -35,9 +35,7 @@ def observed(body: Mapping[str, Any]) -> Observed:
     """The answer JSON of ``POST /v1/query`` reduced to what the metrics read."""
     flags = {str(k): bool(v) for k, v in (body.get("flags") or {}).items()}
     passages = tuple(
-        RetrievedPassage(
-            n=int(p.get("n", i)), source=str(p.get("source", "")), section=p.get("section") or "", page=p.get("page")
-        )
+        Passage.model_validate({"n": i, **p, "section": p.get("section") or ""})
         for i, p in enumerate(body.get("passages") or [], start=1)
     )
     return Observed(
