@@ -74,7 +74,7 @@ class Embedder:
                 model_file="model.onnx",
             )
         self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
-        _quiet_session(self.dense, model_dir / "model.onnx")
+        _lean_session(self.dense, model_dir / "model.onnx")
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
@@ -109,27 +109,22 @@ class Embedder:
         return dense, SparseVector(s.indices.tolist(), s.values.tolist())
 
 
-def _quiet_session(embedding: Any, model_file: Path) -> None:
-    """Replace fastembed's onnxruntime session with one whose threads sleep when idle.
+def _lean_session(embedding: Any, model_file: Path) -> None:
+    """Replace fastembed's onnxruntime session with one that does not keep a CPU memory arena.
 
-    By default onnxruntime's intra-op threads spin for a while after each run: one query
-    embedding of 6 ms wall took 12 ms of CPU here, and 34 ms when other Python work followed it
-    (docs/BENCHMARKS.md). fastembed does not expose the spinning options, so the session is
-    rebuilt with the same model file and graph optimisation, ``allow_spinning=0`` and no arena.
-    One intra-op thread for queries was tried and was slower (wall 49–76 ms against 29–33 ms
-    with two, under load 7–10), so passages and queries share one session on every core.
+    With the arena onnxruntime keeps the largest batch's buffers for the life of the process:
+    160 passages of 256 tokens left 580 MB resident with it and 410 MB without, at the same speed
+    (docs/FAULTS.md, point 11). fastembed exposes no session options, so the session is rebuilt
+    with the same model file and graph optimisation. Idle threads still spin: turning spinning
+    off (``session.intra_op.allow_spinning=0``) made a query embedding slower on a quiet machine
+    (wall p50 6.2–7.8 ms against 4.8–6.0 ms; a 12-sentence batch 27–31 against 25 ms), and
+    ``make bench`` showed no gain from it (docs/BENCHMARKS.md).
     """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.inter_op_num_threads = 1
-    # Without the CPU arena onnxruntime frees each run's buffers instead of keeping the largest
-    # batch's for the life of the process: 160 passages of 256 tokens left 580 MB resident with
-    # the arena and 410 MB without, at the same speed (docs/FAULTS.md, point 11).
     options.enable_cpu_mem_arena = False
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
     inner.model = ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
