@@ -77,7 +77,8 @@ async def test_generator_drafts_a_cited_extractive_answer_and_streams_it(mode: B
         assert streamed == answer.draft.answer
 
 
-async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: BrokerMode) -> None:
+async def evaluated(mode: BrokerMode, passages: list[Passage]) -> tuple[QueryDrafted, QueryAnswer]:
+    """The evaluator's final answer to an extractive draft citing [1] over ``passages``."""
     broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
     finals: list[QueryAnswer] = []
 
@@ -85,33 +86,27 @@ async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: Bro
     async def capture(msg: QueryAnswer) -> None:
         finals.append(msg)
 
+    stage = retrieved(passages)
     drafted = QueryDrafted(
-        **retrieved([PRICING, BROCHURE]).model_dump(exclude={"type"}),
+        query=stage.query,
+        route=stage.route,
+        retrieval=stage.retrieval,
         draft=Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
     )
     async with mode.broker(broker) as br:
         await br.publish(drafted, subjects.QUERY_DRAFTED, stream=subjects.QUERY_STREAM)
         await capture.wait_call(timeout=10)
     [final] = finals
+    return drafted, final
+
+
+async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: BrokerMode) -> None:
+    drafted, final = await evaluated(mode, [PRICING, BROCHURE])
     assert final.answer == drafted.draft.answer
     assert final.flags["conflicting_sources"] and not final.flags["citation_invalid"]
     assert "evaluator" in final.timings_ms
 
 
 async def test_evaluator_passes_a_grounded_cited_answer(mode: BrokerMode) -> None:
-    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
-    finals: list[QueryAnswer] = []
-
-    @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))
-    async def capture(msg: QueryAnswer) -> None:
-        finals.append(msg)
-
-    drafted = QueryDrafted(
-        **retrieved([PRICING]).model_dump(exclude={"type"}),
-        draft=Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
-    )
-    async with mode.broker(broker) as br:
-        await br.publish(drafted, subjects.QUERY_DRAFTED, stream=subjects.QUERY_STREAM)
-        await capture.wait_call(timeout=10)
-    [final] = finals
+    _, final = await evaluated(mode, [PRICING])
     assert not final.flagged and not any(final.flags.values()), final.flag_details

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_common.embedding import WordPieces
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.parsing import Block, parse_document
 
@@ -30,32 +31,22 @@ TOKENIZER_FILE = Path(__file__).parents[2] / "data" / "models" / "all-MiniLM-L6-
 
 
 @pytest.fixture(scope="module")
-def count_tokens() -> Callable[[str], int]:
+def word_pieces() -> WordPieces:
     """The embedding model's own word-piece tokenizer (runs of >100 characters are one [UNK])."""
     if not TOKENIZER_FILE.exists():
         pytest.skip(f"{TOKENIZER_FILE} not available (make model)")
-    tokenizers = pytest.importorskip("tokenizers")
-    tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_FILE))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    return WordPieces(TOKENIZER_FILE)
 
 
 @pytest.fixture(scope="module")
-def token_spans() -> Callable[[str], list[tuple[int, int, bool]]]:
-    """Token offsets of the same tokenizer, as the ingest pipeline passes them (``Embedder.token_spans``)."""
-    if not TOKENIZER_FILE.exists():
-        pytest.skip(f"{TOKENIZER_FILE} not available (make model)")
-    tokenizers = pytest.importorskip("tokenizers")
-    tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER_FILE))
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+def count_tokens(word_pieces: WordPieces) -> Callable[[str], int]:
+    return word_pieces.count_tokens
 
-    def spans(text: str) -> list[tuple[int, int, bool]]:
-        encoding = tokenizer.encode(text, add_special_tokens=False)
-        return [(a, b, not t.startswith("##")) for (a, b), t in zip(encoding.offsets, encoding.tokens, strict=True)]
 
-    return spans
+@pytest.fixture(scope="module")
+def token_spans(word_pieces: WordPieces) -> Callable[[str], list[tuple[int, int, bool]]]:
+    """Token offsets, as the ingest pipeline passes them (``Embedder.token_spans``)."""
+    return word_pieces.token_spans
 
 
 def test_one_megabyte_of_punctuated_text_without_spaces_is_tokenized_once(

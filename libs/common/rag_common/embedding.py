@@ -50,6 +50,27 @@ class ModelFolderError(RuntimeError):
     """The offline model folder is missing or incomplete; the message says how to fix it."""
 
 
+class WordPieces:
+    """The dense model's word-piece tokenizer alone (chunk sizes are counted in its tokens)."""
+
+    def __init__(self, tokenizer_file: Path) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def count_tokens(self, text: str) -> int:
+        """Word-piece tokens, without special tokens (what chunk sizes mean)."""
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def token_spans(self, text: str) -> list[tuple[int, int, bool]]:
+        """Character spans of the word-piece tokens, each with whether it starts a word (no "##"):
+        the chunker cuts long texts from one tokenization (``rag_ingest.chunking.TokenSpans``)."""
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return [(s, e, not t.startswith("##")) for (s, e), t in zip(encoding.offsets, encoding.tokens, strict=True)]
+
+
 class Embedder:
     """Embeds passages and queries; safe to share between services in one process."""
 
@@ -62,7 +83,6 @@ class Embedder:
             )
         from fastembed import SparseTextEmbedding, TextEmbedding
         from fastembed.common.model_description import ModelSource, PoolingType
-        from tokenizers import Tokenizer
 
         if DENSE_MODEL_NAME not in {m["model"] for m in TextEmbedding.list_supported_models()}:
             TextEmbedding.add_custom_model(
@@ -78,19 +98,9 @@ class Embedder:
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
-
-    def count_tokens(self, text: str) -> int:
-        """Word-piece tokens of the dense model, without special tokens (what chunk sizes mean)."""
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def token_spans(self, text: str) -> list[tuple[int, int, bool]]:
-        """Character spans of the word-piece tokens, each with whether it starts a word (no "##"):
-        the chunker cuts long texts from one tokenization (``rag_ingest.chunking.TokenSpans``)."""
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
-        return [(s, e, not t.startswith("##")) for (s, e), t in zip(encoding.offsets, encoding.tokens, strict=True)]
+        self.words = WordPieces(model_dir / "tokenizer.json")
+        self.count_tokens = self.words.count_tokens
+        self.token_spans = self.words.token_spans
 
     def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
         if not texts:
