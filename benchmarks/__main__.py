@@ -11,9 +11,10 @@ import os
 # Set before any model library is imported (``make bench`` exports them too).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# The latency loops ask each question several times: with the query-embedding cache on, every
-# repeat would skip the model and flatter the figures.
+# The latency loops ask each question several times: with the query-embedding cache or the
+# generator's sentence-vector cache on, every repeat would skip the model and flatter the figures.
 os.environ.setdefault("RAG_RETRIEVER_QUERY_CACHE_SIZE", "0")
+os.environ.setdefault("RAG_GENERATOR_SENTENCE_CACHE_SIZE", "0")
 
 import argparse
 import asyncio

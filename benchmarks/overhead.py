@@ -32,7 +32,8 @@ from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_eval.stats import median, paired_differences, summarize
 from rag_evaluator.app import assess, final_answer
-from rag_generator.app import Generator, embedding_scorer
+from rag_generator.app import Generator
+from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_retriever.app import Retriever
 from rag_retriever.settings import RetrieverSettings
@@ -60,8 +61,10 @@ class InProcessPipeline:
         store = open_store(None, retriever_settings.resolved_qdrant_path)
         self.embedder = embedder
         self.retriever = Retriever(retriever_settings, embedder, store)
-        self.generator = Generator(GeneratorSettings(**common), None, setup_telemetry("bench"), on_delta=self._drop)
-        self.generator.scorer = embedding_scorer(embedder)  # as the running generator ranks sentences
+        generator_settings = GeneratorSettings(**common)
+        self.generator = Generator(generator_settings, None, setup_telemetry("bench"), on_delta=self._drop)
+        # as the running generator ranks sentences (the bench turns its cache off)
+        self.generator.scorer = embedding_scorer(embedder, generator_settings.sentence_cache_size)
         self.stage_ms: dict[str, list[float]] = {s: [] for s in ("router", "retriever", "generator", "evaluator")}
 
     @staticmethod

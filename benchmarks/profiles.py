@@ -6,6 +6,8 @@
 - ``retrieval``: the benchmark's corpus slice indexed straight into a local Qdrant folder (no NATS),
   then ``Retriever.retrieve`` on each question: how its time splits between the query embedding,
   the hybrid search and the rest.
+- ``generation``: the same index, then the extractive answer of each retrieved question: how many
+  sentences and word pieces the embedding model scores, and what that costs.
 
 Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
 """
@@ -14,22 +16,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import logging
 import pstats
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from benchmarks.corpus import shared_corpus, synthetic_corpus
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
-from rag_common.embedding import get_embedder
+from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
+from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
+from rag_generator.app import Generator
+from rag_generator.extractive import candidate_sentences
+from rag_generator.scoring import embedding_scorer
+from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever
@@ -89,10 +98,15 @@ async def hops(count: int, model_dir: Path) -> None:
     print_profile(profiler, len(times), "greeting")
 
 
-def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+@contextlib.contextmanager
+def indexed_corpus(
+    corpus_dir: Path, target_chunks: int, count: int, model_dir: Path
+) -> Iterator[tuple[Embedder, Retriever, list[QueryRouted]]]:
+    """The benchmark's corpus slice indexed into a temporary local Qdrant folder (no NATS), a
+    retriever over it (``RAG_RETRIEVER_*`` settings from the environment) and its questions."""
     embedder = get_embedder(model_dir)
     settings = IngestSettings()
-    with tempfile.TemporaryDirectory(prefix="rag-bench-retrieval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rag-bench-profile-") as tmp:
         work = Path(tmp)
         if corpus_dir.is_dir():
             corpus = shared_corpus(corpus_dir, target_chunks, work / "corpus", embedder, settings, count)
@@ -117,6 +131,14 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
             QueryRouted(query=Query(request_id=f"q{i}", gateway_id="profile", question=q), route=Route(tier="fast"))
             for i, q in enumerate(corpus.questions)
         ]
+        try:
+            yield embedder, retriever, queries
+        finally:
+            store.close()
+
+
+def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+    with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
         for query in queries[:3]:
             retriever.retrieve(query)
         embed, whole, cpu = [], [], []
@@ -137,13 +159,81 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
         for query in queries:
             retriever.retrieve(query)
         profiler.disable()
-        store.close()
     print_profile(profiler, len(queries), "retrieve")
+
+
+def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+    """What the extractive answer scores per question, and what that costs.
+
+    Per question: the passages' size in word pieces, the quotable units found, the units the
+    embedding model scores (``RAG_GENERATOR_*`` settings from the environment) and their word
+    pieces; then ``Generator.extract`` timed with and without the model, and the scoring alone.
+    """
+    with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
+        generator = Generator(GeneratorSettings(model_dir=model_dir), None, setup_telemetry("profile"), on_delta=_drop)
+        scorer = embedding_scorer(embedder, cache_size=0)  # each answer is drafted three times below
+        batches: list[list[str]] = []
+
+        def counting(question: str, sentences: Sequence[str]) -> Sequence[float]:
+            batches.append([question, *sentences])
+            return scorer(question, sentences)
+
+        retrieved = [retriever.retrieve(q) for q in queries]
+        answered = [r for r in retrieved if not r.retrieval.refused and r.retrieval.passages]
+        pieces, units, scored, scored_pieces = [], [], [], []
+        for r in answered:
+            passages = r.retrieval.passages
+            pieces.append(sum(embedder.count_tokens(p.text) for p in passages))
+            units.append(len(candidate_sentences(passages)))
+            generator.scorer, batches = counting, []
+            generator.extract(r)
+            scored.append(sum(len(b) - 1 for b in batches))
+            scored_pieces.append(sum(embedder.count_tokens(t) for b in batches for t in b))
+        print(f"{len(answered)} of {len(retrieved)} questions answered (the rest refused by the retriever)")
+        print(f"passages per answer:      {summarize([len(r.retrieval.passages) for r in answered])}")
+        print(f"word pieces of passages:  {summarize(pieces)}")
+        print(f"quotable units:           {summarize(units)}")
+        print(f"units the model scores:   {summarize(scored)}")
+        print(f"word pieces it embeds:    {summarize(scored_pieces)} (question included)")
+        timings: dict[str, list[float]] = {"with the model": [], "words only": [], "scoring alone": []}
+        cpu: list[float] = []
+        for r in answered:
+            generator.scorer = scorer
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            generator.extract(r)
+            t1 = time.perf_counter()
+            cpu.append((cpu_seconds() - c0) * 1000)
+            generator.scorer = None
+            generator.extract(r)
+            t2 = time.perf_counter()
+            generator.scorer, batches = counting, []
+            generator.extract(r)
+            t3 = time.perf_counter()
+            for batch in batches:
+                scorer(batch[0], batch[1:])
+            t4 = time.perf_counter()
+            timings["with the model"].append((t1 - t0) * 1000)
+            timings["words only"].append((t2 - t1) * 1000)
+            timings["scoring alone"].append((t4 - t3) * 1000)
+        for what, values in timings.items():
+            print(f"extract, {what + ':':<17} {summarize(values)} ms")
+        print(f"process CPU, with model:  {summarize(cpu)} ms")
+        generator.scorer = scorer
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for r in answered:
+            generator.extract(r)
+        profiler.disable()
+    print_profile(profiler, len(answered), "extractive answer")
+
+
+async def _drop(query: object, delta: object) -> None:
+    return None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["hops", "retrieval"])
+    parser.add_argument("what", choices=["hops", "retrieval", "generation"])
     parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
@@ -153,8 +243,10 @@ def main() -> None:
     model_dir = args.model_dir.resolve()
     if args.what == "hops":
         asyncio.run(hops(args.count, model_dir))
-    else:
+    elif args.what == "retrieval":
         retrieval(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
+    else:
+        generation(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
 
 
 if __name__ == "__main__":

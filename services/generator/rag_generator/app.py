@@ -9,14 +9,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
-import numpy as np
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
 from rag_common import subjects
 from rag_common.conflicts import find_conflicts
-from rag_common.embedding import Embedder, get_embedder
+from rag_common.embedding import get_embedder
 from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
 from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
@@ -29,6 +28,7 @@ from rag_generator.citations import citations_for, is_refusal
 from rag_generator.extractive import SentenceScorer, extractive_answer
 from rag_generator.llm import stream_completion
 from rag_generator.prompting import build_messages, new_salt
+from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"
@@ -36,17 +36,6 @@ LLM_REFUSAL_REASON = "the model found no answer in the passages"
 OUTPUT_CHECK_REASON = "the model's answer failed the injection output check and was withheld"
 
 log = logging.getLogger(__name__)
-
-
-def embedding_scorer(embedder: Embedder) -> SentenceScorer:
-    """Cosine similarity of each sentence to the question, with the model the index was built with."""
-
-    def score(question: str, sentences: Sequence[str]) -> list[float]:
-        vectors = np.asarray(embedder.embed_dense([question, *sentences]), dtype=np.float32)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        return [float(x) for x in vectors[1:] @ vectors[0]]
-
-    return score
 
 
 DeltaSink = Callable[[Query, AnswerDelta], Awaitable[None]]
@@ -257,6 +246,6 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
             await asyncio.to_thread(importlib.import_module, "litellm")
         if settings.sentence_scoring:
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-            generator.scorer = embedding_scorer(embedder)
+            generator.scorer = embedding_scorer(embedder, settings.sentence_cache_size)
 
     return create_service(broker, settings, telemetry, load=load)

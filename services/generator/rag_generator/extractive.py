@@ -452,7 +452,8 @@ def _score(
     reach = REACH * max(lexical, default=0.0)
     shortlist = [i for i in order[:max_scored] if lexical[i] >= reach] if scorer is not None else order
     semantic = dict.fromkeys(shortlist, 0.0)
-    if scorer is not None and shortlist:
+    # One sentence within reach is the answer whatever the model says of it: no model run.
+    if scorer is not None and len(shortlist) > 1:
         similarities = list(scorer(question, [candidates[i].text for i in shortlist]))
         if len(similarities) != len(shortlist):
             raise ValueError(f"sentence scorer returned {len(similarities)} scores for {len(shortlist)} sentences")

@@ -32,6 +32,12 @@ class GeneratorSettings(ServiceSettings):
     scored_sentences: int = Field(
         12, ge=1, le=200, description="sentences the embedding model re-scores per extractive answer (cost bound)"
     )
+    sentence_cache_size: int = Field(
+        4096,
+        ge=0,
+        le=1_000_000,
+        description="sentences and questions whose scoring vectors are kept (a repeat skips the model); 0: off",
+    )
     model_dir: Path | None = Field(None, validation_alias=AliasChoices("RAG_MODEL_DIR"))
     metrics_port: int = 9104
 
