@@ -35,6 +35,7 @@ from benchmarks.report import Recorder, git_commit, load_average, machine, print
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
 from rag_devrun.stack import Stack
+from rag_eval.stats import summarize
 from rag_ingest.settings import IngestSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +53,7 @@ class Bounds:
     questions: int
     latency_c1: tuple[int, float]
     latency_c8: tuple[int, float]
+    retrieval_alone: tuple[int, float]  # repeats of the question list, seconds
     overhead_repeats: int
     overhead_seconds: float
     throughput_c8: tuple[int, float]
@@ -64,6 +66,7 @@ FULL = Bounds(
     questions=30,
     latency_c1=(90, 15.0),
     latency_c8=(160, 10.0),
+    retrieval_alone=(3, 10.0),
     overhead_repeats=1,
     overhead_seconds=20.0,
     throughput_c8=(240, 6.0),
@@ -75,6 +78,7 @@ QUICK = Bounds(
     questions=8,
     latency_c1=(20, 5.0),
     latency_c8=(40, 5.0),
+    retrieval_alone=(2, 3.0),
     overhead_repeats=1,
     overhead_seconds=10.0,
     throughput_c8=(60, 4.0),
@@ -211,18 +215,22 @@ class Bench:
                 )
                 async with Stack(options) as stack:
                     if replicas == 1:
-                        await self.latency(stack.base_url, questions, groups)
+                        await self.latency(stack, questions, groups)
                         if "overhead" in groups:
                             await self.overhead(stack, questions)
                     if "throughput" in groups:
                         await self.throughput(stack.base_url, questions, replicas)
 
-    async def latency(self, base_url: str, questions: list[str], groups: list[str]) -> None:
+    def pipeline(self, stack: Stack) -> overhead.InProcessPipeline:
+        """The stage functions in-process, over the running system's embedder and store."""
+        return overhead.InProcessPipeline(stack.nats_url, self.system_dir, self.model_dir, qdrant_path(self.system_dir))
+
+    async def latency(self, stack: Stack, questions: list[str], groups: list[str]) -> None:
         if "latency" not in groups:
             return
         for concurrency, (count, seconds) in ((1, self.bounds.latency_c1), (8, self.bounds.latency_c8)):
             self.rec.mark()
-            result = await query.measure(base_url, questions, concurrency, count, seconds, self.bounds.warmup)
+            result = await query.measure(stack.base_url, questions, concurrency, count, seconds, self.bounds.warmup)
             detail = query.latency_detail(result)
             e2e = detail["e2e_ms"]
             prefix = f"query.c{concurrency}"
@@ -235,11 +243,33 @@ class Bench:
                     what = f"{stage} at concurrency {concurrency}, from the answers' timings_ms"
                     self.rec.record(f"{prefix}.{stage}_p50_ms", stats["p50"], "ms", what + " (p50)")
                     self.rec.record(f"{prefix}.{stage}_p95_ms", stats["p95"], "ms", what + " (p95)")
+            if concurrency == 1:
+                await self.retrieval_alone(stack, questions, e2e["p50"])
+
+    async def retrieval_alone(self, stack: Stack, questions: list[str], answer_p50: float) -> None:
+        """Issue 9's yardstick, right after the answers at concurrency 1: the retrieval alone."""
+        pipeline = self.pipeline(stack)
+        repeats, seconds = self.bounds.retrieval_alone
+        await asyncio.to_thread(pipeline.retrieval_ms, questions[: self.bounds.warmup], 1, seconds)
+        self.rec.mark()
+        retrieval, embedding = await asyncio.to_thread(pipeline.retrieval_ms, questions, repeats, seconds)
+        stats = summarize(retrieval)
+        self.rec.record(
+            "query.retrieval_inprocess_p50_ms",
+            stats["p50"],
+            "ms",
+            "Retriever.retrieve in-process, no answer (query embedding, hybrid search, context), p50",
+            {"retrieval_ms": stats, "embed_query_ms": summarize(embedding)},
+        )
+        self.rec.record(
+            "query.c1.answer_over_retrieval",
+            answer_p50 / stats["p50"],
+            "ratio",
+            "answer p50 through HTTP at concurrency 1 / in-process retrieval alone p50, same run",
+        )
 
     async def overhead(self, stack: Stack, questions: list[str]) -> None:
-        pipeline = overhead.InProcessPipeline(
-            stack.nats_url, self.system_dir, self.model_dir, qdrant_path(self.system_dir)
-        )
+        pipeline = self.pipeline(stack)
         self.rec.mark()
         run = await overhead.measure_overhead(
             pipeline,

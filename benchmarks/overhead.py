@@ -27,7 +27,16 @@ from nats.aio.msg import Msg
 
 from rag_common import subjects
 from rag_common.embedding import get_embedder
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryDrafted, QueryRequested, new_id
+from rag_common.messages import (
+    AnswerDelta,
+    AnswerError,
+    Query,
+    QueryAnswer,
+    QueryDrafted,
+    QueryRequested,
+    QueryRouted,
+    new_id,
+)
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_eval.stats import median, paired_differences, summarize
@@ -89,6 +98,26 @@ class InProcessPipeline:
         for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True):
             self.stage_ms[stage].append((end - start) * 1000)
         return answer
+
+    def retrieval_ms(self, questions: list[str], repeats: int, max_seconds: float) -> tuple[list[float], list[float]]:
+        """``Retriever.retrieve`` alone on each question (query embedding, hybrid search, context;
+        no answer), ``repeats`` times or until ``max_seconds``; and, before each, the query
+        embedding alone (dense + BM25), the part of it the model takes."""
+        queries = [Query(request_id=new_id(), gateway_id="inprocess", question=q) for q in questions]
+        asked = [r for r in (decide(q, self.router_settings) for q in queries) if isinstance(r, QueryRouted)]
+        retrieval: list[float] = []
+        embedding: list[float] = []
+        deadline = time.monotonic() + max_seconds
+        for routed_query in [r for _ in range(repeats) for r in asked]:
+            if time.monotonic() > deadline:
+                break
+            started = time.perf_counter()
+            self.embedder.embed_query(routed_query.query.question)
+            embedded = time.perf_counter()
+            self.retriever.retrieve(routed_query)
+            embedding.append((embedded - started) * 1000)
+            retrieval.append((time.perf_counter() - embedded) * 1000)
+        return retrieval, embedding
 
     def embed_query_ms(self, questions: list[str]) -> list[float]:
         """The query embedding alone (dense + BM25), the first half of the retriever's work."""

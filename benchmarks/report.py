@@ -66,6 +66,12 @@ TARGETS = (
     Target("ingest.ratio", ">=", 0.80, "ingest throughput ≥ 80% of the embedding model alone"),
     Target("query.c1.e2e_p50_ms", "<", 50.0, "query p50 through HTTP at concurrency 1 under 50 ms"),
     Target("overhead.nats_minus_inprocess_p50_ms", "<=", 5.0, "NATS pipeline overhead ≤ 5 ms per question (p50)"),
+    Target(
+        "query.c1.answer_over_retrieval",
+        "<=",
+        1.5,
+        "answer p50 at concurrency 1 ≤ 1.5× the in-process retrieval alone (issue 9)",
+    ),
 )
 
 
