@@ -33,6 +33,7 @@ from benchmarks.cpu import cores_used, snapshot
 from benchmarks.report import Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
+from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
 from rag_ingest.settings import IngestSettings
 
@@ -214,7 +215,21 @@ class Bench:
                         if "overhead" in groups:
                             await self.overhead(stack, questions)
                     if "throughput" in groups:
-                        await self.throughput(stack.base_url, questions, replicas)
+                        await self.throughput(stack.base_url, questions, f"retriever_x{replicas}")
+
+    async def processes_runs(self, corpus: BenchCorpus, system_nats: str) -> None:
+        """Throughput with one process per service (``make run-processes``) on the same index."""
+        close_store(self.system_dir)  # the store process owns the folder from now on
+        env = {"RAG_MODEL_DIR": str(self.model_dir), "QDRANT_PATH": str(qdrant_path(self.system_dir))}
+        for run in range(1, self.args.runs + 1):
+            self.rec.run = run
+            cluster = Cluster(self.system_dir, system_nats, free_port(), env=env)
+            try:
+                cluster.start_all()
+                await cluster.wait_ready(180)
+                await self.throughput(cluster.base_url, corpus.questions, "processes")
+            finally:
+                await asyncio.to_thread(cluster.stop_all)
 
     async def latency(self, base_url: str, questions: list[str], groups: list[str]) -> None:
         if "latency" not in groups:
@@ -279,16 +294,18 @@ class Bench:
             "process CPU per question (all threads, nats-server excluded): NATS − in-process, median of pairs",
         )
 
-    async def throughput(self, base_url: str, questions: list[str], replicas: int) -> None:
+    async def throughput(self, base_url: str, questions: list[str], layout: str) -> None:
+        what = {"retriever_x1": "one process, one retriever", "retriever_x2": "one process, two retriever replicas"}
         for concurrency, (count, seconds) in ((8, self.bounds.throughput_c8), (32, self.bounds.throughput_c32)):
             self.rec.mark()
             result = await query.measure(base_url, questions, concurrency, count, seconds, self.bounds.warmup)
             detail = query.latency_detail(result)
             self.rec.record(
-                f"throughput.retriever_x{replicas}.c{concurrency}_qps",
+                f"throughput.{layout}.c{concurrency}_qps",
                 result.per_second,
                 "q/s",
-                f"answered questions per second at concurrency {concurrency}, {replicas} retriever replica(s)",
+                f"answered questions per second at concurrency {concurrency}, "
+                + what.get(layout, "one process per service (store, router, generator, evaluator, gateway)"),
                 detail,
             )
 
@@ -349,6 +366,8 @@ async def measure_all(
                 print("9-11. query latency, pipeline overhead, throughput")
                 phase = time.perf_counter()
                 await bench.query_runs(corpus, system_nats.url)
+                if "throughput" in args.groups:
+                    await bench.processes_runs(corpus, system_nats.url)
                 meta["seconds_query"] = round(time.perf_counter() - phase, 1)
 
 

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -36,18 +35,12 @@ from typing import Any
 import httpx
 
 from rag_devrun.natsserver import LocalNatsServer
-from rag_devrun.processes import PROCESSES, Cluster
+from rag_devrun.processes import PROCESSES, Cluster, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
 QUERY_TIMEOUT_S = 15.0
 FACILITIES = 6
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def fact(i: int, version: int = 0) -> bytes:

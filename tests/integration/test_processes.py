@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,11 @@ import httpx
 import pytest
 
 from rag_devrun.natsserver import LocalNatsServer
-from rag_devrun.processes import PROCESSES
+from rag_devrun.processes import PROCESSES, free_port
 from tests.support.http import ask, upload_and_wait
 from tests.support.polling import eventually
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def workers(parent: int) -> dict[str, int]:

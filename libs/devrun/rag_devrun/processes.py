@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,6 +29,13 @@ PROCESSES: dict[str, tuple[str, ...]] = {
     "evaluator": ("evaluator",),
     "gateway": (),
 }
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now (for a gateway started right after)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 class Cluster:
