@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import ingest, overhead, query
+from benchmarks import hop_floor, ingest, overhead, query
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
+from benchmarks.hop_floor import hop_floors
 from benchmarks.report import Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
@@ -286,6 +287,20 @@ class Bench:
             figures["greeting_paired_p50"],
             "ms",
             "a greeting (router → evaluator: two JetStream hops, no retrieval): NATS − in-process, median of pairs",
+        )
+        floor = await hop_floor.measure_floor(stack.nats_url, count=300, max_seconds=10)
+        self.rec.record(
+            "overhead.floor_js_hop_p50_ms",
+            floor["js_hop"]["p50"],
+            "ms",
+            "nats-py alone: JetStream publish (with PubAck) → pull consumer has it and acked (benchmarks.hop_floor)",
+            floor,
+        )
+        self.rec.record(
+            "overhead.floor_question_ms",
+            hop_floors(floor),
+            "ms",
+            "the least a question's NATS path can cost: 5 bare JetStream hops + one core NATS message (half a request)",
         )
         self.rec.record(
             "overhead.cpu_nats_minus_inprocess_p50_ms",
