@@ -62,18 +62,6 @@ class Tally:
     started: float = field(default_factory=time.monotonic)
 
 
-async def wait_ready(client: httpx.AsyncClient, timeout_s: float) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            response = await client.get("/readyz", timeout=5)
-            # 200 also means "degraded" (a service missing): ready again is every service back
-            if response.status_code == 200 and response.json().get("status") == "ready":
-                return time.monotonic() - started
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"system not ready within {timeout_s}s")
-
-
 async def ask_until_answered(client: httpx.AsyncClient, tally: Tally, i: int, budget_s: float) -> None:
     deadline = time.monotonic() + budget_s
     first = True
@@ -221,7 +209,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         cluster.start_all()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
-            events.append({"event": "started", "ready_after_s": round(await wait_ready(client, 180), 1)})
+            events.append({"event": "started", "ready_after_s": round(await cluster.wait_ready(180), 1)})
             for i in range(FACILITIES):
                 await upload_until_accepted(client, tally, i, 0, budget_s=30)
             # Questions start once the first revisions are indexed: asked earlier, "I don't have
@@ -242,7 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     cluster.kill(target)
                     await asyncio.sleep(1.0)
                     cluster.start(target)
-                ready = await wait_ready(client, 120)
+                ready = await cluster.wait_ready(120)
                 events.append({"event": "killed", "target": target, "ready_again_after_s": round(ready + 1.0, 1)})
             await asyncio.sleep(args.settle_s)
             stop.set()

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.chaos import MODEL_DIR, ROOT, wait_ready
+from benchmarks.chaos import MODEL_DIR, ROOT
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.processes import Cluster, free_port
 
@@ -93,7 +93,7 @@ async def run(docs: int, final_timeout_s: float = 1200.0) -> dict[str, Any]:
         cluster.start_all()
         pid = cluster.procs["store"].pid
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}", timeout=60) as client:
-            await wait_ready(client, 180)
+            await cluster.wait_ready(180)
             figures["rss_mb_ready"] = rss_mb(pid)
             rng = random.Random(7)
             ids: list[str] = []
