@@ -24,6 +24,7 @@ from rag_common.messages import (
     QueryRouted,
     Retrieval,
     Route,
+    Turn,
     Usage,
 )
 
@@ -126,6 +127,17 @@ def test_the_final_message_is_the_drafted_parts_plus_the_evaluation() -> None:
     assert wire.keys() == json.loads(DRAFTED.model_dump_json()).keys() | {"evaluation"}
     assert wire["type"] == "rag.answer.final.v2"
     assert wire["evaluation"] == {"flags": EVALUATION.flags, "details": {"citation_invalid": {}}, "flagged": True}
+
+
+def test_the_conversation_does_not_travel_back_with_the_final_answer() -> None:
+    history = [Turn(question="What does Pro cost?", answer="$12 [1]" * 200, sources=["pricing.md"])] * 10
+    drafted = DRAFTED.model_copy(update={"query": QUERY.model_copy(update={"history": history})})
+    answered = QueryAnswered.of(drafted, EVALUATION)
+    assert answered.query.history == history  # in process, the part as it is
+    wire = json.loads(answered.model_dump_json())
+    assert "history" not in wire["query"]
+    assert wire["query"] == json.loads(QUERY.model_dump_json(exclude={"history"}))
+    assert len(answered.model_dump_json()) < len(drafted.model_dump_json()) / 2
 
 
 def test_a_drafted_message_is_not_a_final_answer() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
 
 from rag_common.messages.base import Message
 from rag_common.messages.chunk import ChunkKind, ChunkPayload
@@ -190,6 +190,12 @@ class QueryAnswered(DraftedStage):
 
     type: Literal["rag.answer.final.v2"] = "rag.answer.final.v2"
     evaluation: Evaluation
+
+    @field_serializer("query")
+    def _query_without_history(self, query: Query, info: SerializationInfo) -> dict[str, Any]:
+        """The conversation stays behind: the gateway that asked holds it, and it would make every
+        answer of a long conversation travel back tens of kilobytes for nothing."""
+        return query.model_dump(mode=info.mode, exclude={"history"})
 
     @classmethod
     def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:
