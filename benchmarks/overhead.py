@@ -27,11 +27,11 @@ from nats.aio.msg import Msg
 
 from rag_common import subjects
 from rag_common.embedding import get_embedder
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryDrafted, QueryRequested, new_id
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryDrafted, QueryRequested, new_id
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import open_store
 from rag_eval.stats import median, paired_differences, summarize
-from rag_evaluator.app import assess, final_answer
+from rag_evaluator.app import assess
 from rag_generator.app import Generator, embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_retriever.app import Retriever
@@ -68,7 +68,7 @@ class InProcessPipeline:
     async def _drop(query: object, delta: AnswerDelta) -> None:
         return None
 
-    async def answer(self, question: str) -> QueryAnswer:
+    async def answer(self, question: str) -> QueryAnswered:
         query = Query(request_id=new_id(), gateway_id="inprocess", question=question)
         marks = [time.perf_counter()]
         decision = decide(query, self.router_settings)
@@ -80,7 +80,7 @@ class InProcessPipeline:
             marks.append(time.perf_counter())
             drafted = await self.generator.draft(retrieved)
             marks.append(time.perf_counter())
-        answer = final_answer(drafted, assess(drafted))
+        answer = QueryAnswered.of(drafted, assess(drafted))
         marks.append(time.perf_counter())
         stages = ("router", "retriever", "generator", "evaluator") if len(marks) == 5 else ("router", "evaluator")
         for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True):
@@ -104,7 +104,7 @@ class NatsClient:
         self.nc = nc
         self.js = nc.jetstream()
         self.gateway_id = "bench" + new_id()[:8]
-        self.waiting: dict[str, asyncio.Future[QueryAnswer]] = {}
+        self.waiting: dict[str, asyncio.Future[QueryAnswered]] = {}
 
     async def on_message(self, msg: Msg) -> None:
         request_id, kind = msg.subject.split(".")[-2:]
@@ -112,14 +112,14 @@ class NatsClient:
         if future is None or future.done():
             return
         if kind == "final":
-            future.set_result(QueryAnswer.model_validate_json(msg.data))
+            future.set_result(QueryAnswered.model_validate_json(msg.data))
         elif kind == "error":
             error = AnswerError.model_validate_json(msg.data)
             future.set_exception(RuntimeError(f"{error.code}: {error.message}"))
 
-    async def answer(self, question: str, timeout_s: float) -> QueryAnswer:
+    async def answer(self, question: str, timeout_s: float) -> QueryAnswered:
         rid = new_id()
-        future: asyncio.Future[QueryAnswer] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[QueryAnswered] = asyncio.get_running_loop().create_future()
         self.waiting[rid] = future
         try:
             message = QueryRequested(query=Query(request_id=rid, gateway_id=self.gateway_id, question=question))
@@ -215,10 +215,10 @@ async def measure_overhead(
             return str(response.json()["answer"])
 
         async def via_nats(question: str) -> str:
-            return (await bus.answer(question, timeout_s)).answer
+            return (await bus.answer(question, timeout_s)).draft.answer
 
         async def in_process(question: str) -> str:
-            return (await pipeline.answer(question)).answer
+            return (await pipeline.answer(question)).draft.answer
 
         paths: dict[str, Callable[[str], Awaitable[str]]] = {
             "inprocess": in_process,
