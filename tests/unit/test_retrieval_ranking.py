@@ -133,11 +133,14 @@ def test_title_words_come_from_the_file_name_only() -> None:
     assert title_words("sales-brochure-2025.pdf") == {"sales", "brochure"}
 
 
+PLUS = "Northwind_Health_Plus_Benefits_Details.pdf"
+
+
 @pytest.mark.parametrize(
     ("question", "named"),
     [
         ("What does the Pro plan cost according to the community forum?", "community-forum.md"),
-        ("Is acupuncture covered by Northwind Health Plus?", "Northwind_Health_Plus_Benefits_Details.pdf"),
+        ("Is acupuncture covered by Northwind Health Plus?", PLUS),
         ("Are eye exams covered by the Northwind Standard plan?", "Northwind_Standard_Benefits_Details.pdf"),
         ("Which Northwind plan covers hearing aids?", None),  # one title word names neither booklet
         ("How much does the Pro plan cost?", None),
