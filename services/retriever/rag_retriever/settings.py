@@ -25,7 +25,7 @@ class RetrieverSettings(StoreSettings):
         1.0, ge=0, le=1, description="fused-score factor for 'Next steps'/link-only chunks (1 = no down-weighting)"
     )
     named_source_first: bool = Field(
-        False, description="a question that names a document by its title gets that document's passages first"
+        True, description="a question that names a document by its title gets that document's passages first"
     )
     split_questions: bool = Field(False, description="search each part of a two-part question too and fuse")
     split_mode: Literal["fuse", "cover"] = Field(
