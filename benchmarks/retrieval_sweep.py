@@ -71,8 +71,10 @@ class CachedEmbedder:
                 pickle.dump(self.store, f)
 
 
-def ingest(corpus: Path, collection: str, embedder: CachedEmbedder, store: VectorStore) -> int:
-    settings = IngestSettings()
+def ingest(
+    corpus: Path, collection: str, embedder: CachedEmbedder, store: VectorStore, settings: IngestSettings | None = None
+) -> int:
+    settings = settings or IngestSettings()
     store.ensure_collection(collection)
     total = 0
     for path in corpus_files(corpus):

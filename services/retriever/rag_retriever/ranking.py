@@ -196,24 +196,27 @@ _FILE_WORDS = frozenset("pdf md txt markdown docx".split())
 
 def named_source(question: str, sources: Sequence[str]) -> str | None:
     """The one source the question names by its title after a preposition ("according to the
-    community forum", "covered by Northwind Health Plus", "in the Northwind Standard plan"), or None.
+    community forum", "with Northwind Health Plus", "in the Northwind Standard Benefits Details"),
+    or None.
 
     After each cue word (and an article), the run of consecutive words that are title words of a
-    source counts for that source. A source is named when its longest run has at least two of its
-    title words and at least half of them, and no other source's run is as long: so "Northwind"
-    alone names neither Northwind booklet, and a topic that is also a file name ("why is the
-    timeline view broken") names nothing, because no cue stands before it.
+    source counts for that source. A source is named when that run holds at least half of its title
+    words and at least three of them, or two after "according to"; and no other source's run is as
+    long. So "Northwind" alone names neither Northwind booklet; a topic that is also a file name
+    names nothing without a cue ("why is the timeline view broken"), nor after a plain preposition
+    when it is short ("streaming with tool use", "available in Claude.ai": measured, on
+    anthropic-docs such topics are what is asked about, not where to look).
     """
     words = [w for w in _TITLE_SPLIT.split(question.lower()) if w]
-    starts = []
+    starts: list[tuple[int, int]] = []  # (first word after the cue, title words the run needs)
     for i, word in enumerate(words):
         if word in _CUES:
-            j = i + 1
+            j, needed = i + 1, 3
             if word == "according" and j < len(words) and words[j] == "to":
-                j += 1
+                j, needed = j + 1, 2
             while j < len(words) and words[j] in _ARTICLES:
                 j += 1
-            starts.append(j)
+            starts.append((j, needed))
     if not starts:
         return None
     best: str | None = None
@@ -221,14 +224,15 @@ def named_source(question: str, sources: Sequence[str]) -> str | None:
     for source in dict.fromkeys(sources):
         title = title_words(source)
         count = 0
-        for j in starts:
+        for j, needed in starts:
             seen: set[str] = set()
             while j < len(words) and (words[j] in title or words[j] in _FILE_WORDS or words[j].isdigit()):
                 if words[j] in title:
                     seen.add(words[j])
                 j += 1
-            count = max(count, len(seen))
-        if count < 2 or count * 2 < len(title):
+            if len(seen) >= needed and len(seen) * 2 >= len(title):
+                count = max(count, len(seen))
+        if not count:
             continue
         if count > best_count:
             best, best_count, tie = source, count, False
