@@ -1,8 +1,9 @@
 """Ranking steps between the fused search hits and the passages (pure functions, no I/O).
 
 Each step is switched by a retriever setting and measured in docs/EVALUATION.md: boilerplate
-down-weighting, maximal marginal relevance (MMR), splitting two-part questions and fusing their
-rankings, and the keyword query for the sparse (BM25) side.
+down-weighting, maximal marginal relevance (MMR), splitting two-part questions (fusing their
+rankings, or covering each part's best section), the keyword query for the sparse (BM25) side,
+and putting first the document a question names by its title.
 """
 
 from __future__ import annotations
