@@ -97,3 +97,18 @@ def test_usage_penalty_moves_a_conversation_to_sources_it_has_not_cited(embedder
     again = ask(Retriever(settings(usage_penalty=0.5), embedder, store), question, history)
     assert again[0][0] != cited
     assert ask(Retriever(settings(), embedder, store), question, history)[0][0] == cited  # off: unchanged
+
+
+def test_a_question_naming_a_document_gets_that_documents_passages_first(
+    embedder: Embedder, store: VectorStore
+) -> None:
+    text = "Ask sales about the installer for teams."
+    dense, sparse = embedder.embed_passages([f"Guide\n{text}"])
+    payload = {"text": text, "source": "plan-guide.md", "section": "Guide", "chunk_index": 0, "page": None}
+    store.replace_document("docs", "plan-guide.md", "v1", [ChunkRecord(0, dense[0], sparse[0], payload)])
+    named = "What does the Pro plan cost according to the plan guide?"
+    off = ask(Retriever(settings(named_source_first=False), embedder, store), named)
+    on = ask(Retriever(settings(named_source_first=True), embedder, store), named)
+    assert off[0][0] == "pricing.md"  # the price is what the question is most similar to
+    assert on[0] == ("plan-guide.md", text)
+    assert on[1:] == [p for p in off if p[0] != "plan-guide.md"][: len(on) - 1]
