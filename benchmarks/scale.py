@@ -15,7 +15,8 @@ HNSW index). Questions are real and embedded by the model at every retrieval.
 
 While the corpus is written (one ``replace_document`` per document in a worker thread, as the
 ingest service does), a probe task on the event loop measures how late its 5 ms sleeps wake up:
-the longest is the loop stall the store's calls cause (a call that holds the GIL stalls it).
+the longest is the loop stall the store's calls cause (a call that holds the GIL stalls it). The
+same probe then runs as long without writes: on a loaded machine the loop also waits for a core.
 
     .venv/bin/python -m benchmarks.scale                 # edge 1.6k → 20k, local 1.6k → 5k
     .venv/bin/python -m benchmarks.scale --backends edge --large 8000
@@ -82,6 +83,7 @@ class ScalePoint:
     samples: int
     loaded_s: float  # writing the chunks added since the previous point
     max_stall_ms: float  # the longest event-loop stall while writing them
+    idle_stall_ms: float  # the longest in as long (10 s at most) without writing: the machine's noise
     wall_ms: list[float] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -92,6 +94,7 @@ class ScalePoint:
             "samples": self.samples,
             "write_s": round(self.loaded_s, 1),
             "max_loop_stall_ms": round(self.max_stall_ms, 1),
+            "idle_loop_stall_ms": round(self.idle_stall_ms, 1),
         }
 
 
@@ -140,27 +143,31 @@ def _jitter(base: list[list[float]], rng: random.Random) -> list[float]:
     return [x / norm for x in vector]
 
 
-async def write(store: Store, documents: Sequence[tuple[str, list[ChunkRecord]]]) -> tuple[float, float]:
-    """Write the documents from a worker thread, as ingest does; (seconds, longest loop stall in ms)."""
+async def loop_lag(seconds: float, stop: asyncio.Event | None = None) -> float:
+    """The longest a 5 ms sleep overslept on this event loop (ms), for ``seconds`` or until ``stop``."""
     worst = 0.0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end and not (stop and stop.is_set()):
+        before = time.perf_counter()
+        await asyncio.sleep(PROBE_S)
+        worst = max(worst, time.perf_counter() - before - PROBE_S)
+    return worst * 1000
+
+
+async def write(store: Store, documents: Sequence[tuple[str, list[ChunkRecord]]]) -> tuple[float, float, float]:
+    """Write the documents from a worker thread, as ingest does: (seconds, longest loop stall while
+    writing, longest loop stall in as long without writing (the machine's own noise), in ms)."""
     done = asyncio.Event()
-
-    async def probe() -> None:
-        nonlocal worst
-        while not done.is_set():
-            before = time.perf_counter()
-            await asyncio.sleep(PROBE_S)
-            worst = max(worst, time.perf_counter() - before - PROBE_S)
-
-    task = asyncio.create_task(probe())
+    probe = asyncio.create_task(loop_lag(3600.0, done))
     started = time.perf_counter()
     try:
         for document_id, records in documents:
             await asyncio.to_thread(store.replace_document, COLLECTION, document_id, "v1", records)
     finally:
         done.set()
-        await task
-    return time.perf_counter() - started, worst * 1000
+        worst = await probe
+    seconds = time.perf_counter() - started
+    return seconds, worst, await loop_lag(min(seconds, 10.0))
 
 
 def time_retrieval(
@@ -208,13 +215,12 @@ async def measure_backend(
         store.ensure_collection(COLLECTION)
         for size in sizes:
             upto = prepared.upto(size)
-            loaded_s, stall_ms = await write(store, prepared.documents[written:upto])
+            loaded_s, stall_ms, idle_ms = await write(store, prepared.documents[written:upto])
             written = upto
             chunks = await asyncio.to_thread(store.count, COLLECTION)
             wall, cpu = await asyncio.to_thread(time_retrieval, retriever, prepared.questions_small, count, seconds)
-            points.append(
-                ScalePoint(chunks, statistics.median(wall), statistics.median(cpu), len(wall), loaded_s, stall_ms, wall)
-            )
+            p50, cpu_p50 = statistics.median(wall), statistics.median(cpu)
+            points.append(ScalePoint(chunks, p50, cpu_p50, len(wall), loaded_s, stall_ms, idle_ms, wall))
     finally:
         await asyncio.to_thread(store.close)
     return points
@@ -274,7 +280,7 @@ async def run(
                 max(small.max_stall_ms, large.max_stall_ms),
                 "ms",
                 "longest event-loop stall while the corpus was written from a worker thread",
-                None,
+                {"idle_loop_stall_ms": max(small.idle_stall_ms, large.idle_stall_ms)},
             )
     return results
 
