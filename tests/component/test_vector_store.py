@@ -234,3 +234,11 @@ def test_open_store_gives_the_chosen_backend_once_per_folder(tmp_path: Path) -> 
     finally:
         edge.close()
         local.close()
+
+
+def test_the_edge_shard_layout_matches_the_store() -> None:
+    """The shard is created by a child process that does not import the store: same names, same size."""
+    from rag_common import edge_shard, embedding, vectors
+
+    assert (edge_shard.DENSE, edge_shard.SPARSE) == (vectors.DENSE, vectors.SPARSE)
+    assert edge_shard.DENSE_DIM == embedding.DENSE_DIM

@@ -12,12 +12,17 @@ stalls for as long as the call runs), so every call here is kept short: points a
 batches of ``UPSERT_BATCH``, nothing flushes per write (the shard's write-ahead log makes each
 write durable), the shard is flushed only after ``FLUSH_AFTER_POINTS`` writes (it bounds the log
 replayed when the shard is opened again) and on ``close``, and the segment optimizer is never run
-while serving (it holds the GIL for seconds).
+while serving (it holds the GIL for seconds). Creating a shard and its payload indexes takes
+0.5-1.5 s of such calls on a loaded 2-core machine (enough to make JetStream redeliver a message
+whose in-progress beats were due meanwhile), so a new shard is created by a short-lived child
+process and only opened here (``EdgeShard.load``, 30-130 ms).
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Sequence
@@ -26,18 +31,12 @@ from typing import Any
 
 from qdrant_edge import (
     CountRequest,
-    Distance,
-    EdgeConfig,
     EdgeShard,
-    EdgeSparseVectorParams,
-    EdgeVectorParams,
     FieldCondition,
     Filter,
     Fusion,
     MatchAny,
     MatchValue,
-    Modifier,
-    PayloadSchemaType,
     Point,
     Prefetch,
     Query,
@@ -48,7 +47,6 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from rag_common.embedding import DENSE_DIM
 from rag_common.embedding import SparseVector as TextSparseVector
 from rag_common.vectors import (
     CORE_FILTER_KEYS,
@@ -62,16 +60,9 @@ from rag_common.vectors import (
     qdrant_collection,
 )
 
+CREATE_TIMEOUT_S = 120.0
 UPSERT_BATCH = 64  # ~3-15 ms of GIL per call on the 2-core machine
 FLUSH_AFTER_POINTS = 20_000
-_INDEXED_KEYS = ("document_id", "content_hash", "source")
-
-
-def _config() -> EdgeConfig:
-    return EdgeConfig(
-        vectors={DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)},
-        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-    )
 
 
 class EdgeStore:
@@ -130,10 +121,14 @@ class EdgeStore:
             folder = self._folder(name)
             if folder.exists():  # a creation cut short before its config was written
                 shutil.rmtree(folder)
-            shard = EdgeShard.create(str(folder), _config())
-            for key in _INDEXED_KEYS:
-                shard.update(UpdateOperation.create_field_index(key, PayloadSchemaType.Keyword))
-            self._shards[name] = shard
+            # In a child process: the calls hold the GIL, waiting for a child does not.
+            subprocess.run(
+                [sys.executable, "-m", "rag_common.edge_shard", str(folder)],
+                check=True,
+                timeout=CREATE_TIMEOUT_S,
+                capture_output=True,
+            )
+            self._shards[name] = EdgeShard.load(str(folder))
 
     def document_version(self, collection: str, document_id: str) -> str | None:
         """Content hash of the indexed version of a document, or None if it is not indexed."""
