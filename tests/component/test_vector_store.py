@@ -224,8 +224,8 @@ os._exit(0)  # no flush, no close
 
 
 def test_open_store_gives_the_chosen_backend_once_per_folder(tmp_path: Path) -> None:
-    edge = open_store(None, tmp_path / "q", backend="edge")
-    local = open_store(None, tmp_path / "q")
+    edge = open_store(None, tmp_path / "q")  # the default
+    local = open_store(None, tmp_path / "q", backend="local")
     try:
         assert isinstance(edge, EdgeStore) and isinstance(local, VectorStore)
         assert open_store(None, tmp_path / "q", backend="edge") is edge

@@ -56,8 +56,10 @@ def test_explicit_qdrant_path_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 def test_the_embedded_backend_is_chosen_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAG_VECTOR_BACKEND", "edge")
+    monkeypatch.delenv("RAG_VECTOR_BACKEND", raising=False)
     assert StoreSettings().vector_backend == "edge"
+    monkeypatch.setenv("RAG_VECTOR_BACKEND", "local")
+    assert StoreSettings().vector_backend == "local"
     monkeypatch.setenv("RAG_VECTOR_BACKEND", "lance")
     with pytest.raises(ValidationError, match="RAG_VECTOR_BACKEND"):
         StoreSettings()

@@ -129,9 +129,9 @@ class StoreSettings(ServiceSettings):
     qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
     qdrant_path: Path | None = Field(None, validation_alias=_env("QDRANT_PATH"))
     vector_backend: Literal["local", "edge"] = Field(
-        "local",
+        "edge",
         validation_alias=_env("RAG_VECTOR_BACKEND"),
-        description="embedded store without QDRANT_URL: local (qdrant-client local mode) or edge (Qdrant Edge)",
+        description="embedded store without QDRANT_URL: edge (Qdrant Edge) or local (qdrant-client local mode)",
     )
     model_dir: Path | None = Field(None, validation_alias=_env("RAG_MODEL_DIR"))
 

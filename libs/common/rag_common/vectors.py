@@ -1,8 +1,9 @@
 """The vector store: one Qdrant collection per user collection, dense + BM25 vectors per chunk.
 
 Three backends behind one set of operations (``Store``): a Qdrant server (``QDRANT_URL``, any
-number of processes), qdrant-client's local mode (``RAG_VECTOR_BACKEND=local``, Python scoring) and
-Qdrant Edge (``RAG_VECTOR_BACKEND=edge``, Qdrant's Rust shard in the process; ``rag_common.edge``).
+number of processes), Qdrant Edge (``RAG_VECTOR_BACKEND=edge``, the default: Qdrant's Rust shard in
+the process; ``rag_common.edge``) and qdrant-client's local mode (``RAG_VECTOR_BACKEND=local``,
+Python scoring).
 The two embedded ones allow a single opener per folder, so a process shares one store per location.
 """
 
@@ -371,7 +372,7 @@ def _open(url: str | None, path: str | None, api_key: str | None, backend: Backe
     return VectorStore(QdrantClient(path=path), local=True)
 
 
-def open_store(url: str | None, path: Path | None, api_key: str | None = None, backend: Backend = "local") -> Store:
+def open_store(url: str | None, path: Path | None, api_key: str | None = None, backend: Backend = "edge") -> Store:
     """The process-wide store for a location: a Qdrant server (``url``), else the embedded
     ``backend`` in a local folder (``path``)."""
     with _stores_lock:
