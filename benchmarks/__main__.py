@@ -1,4 +1,4 @@
-"""``python -m benchmarks`` (``make bench``): ingest, latency, overhead and throughput figures.
+"""``python -m benchmarks`` (``make bench``): ingest, latency, overhead, throughput and scale figures.
 
 Writes ``reports/bench.json``. Each figure is measured ``--runs`` times (default 3) and reported as
 the median, with every run kept. ``--quick`` is a short smoke run (one run, small bounds).
@@ -27,13 +27,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import hop_floor, ingest, overhead, query
+from benchmarks import hop_floor, ingest, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
 from benchmarks.report import Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
+from rag_common.settings import StoreSettings
 from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
 from rag_ingest.settings import IngestSettings
@@ -41,7 +42,7 @@ from rag_ingest.settings import IngestSettings
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-GROUPS = ("ingest", "latency", "overhead", "throughput")
+GROUPS = ("ingest", "latency", "overhead", "throughput", "scale")
 T = TypeVar("T")
 
 
@@ -58,6 +59,11 @@ class Bounds:
     throughput_c8: tuple[int, float]
     throughput_c32: tuple[int, float]
     warmup: int
+    scale_small: int
+    scale_large: int
+    scale_large_local: int
+    scale_count: int
+    scale_seconds: float
 
 
 FULL = Bounds(
@@ -70,6 +76,11 @@ FULL = Bounds(
     throughput_c8=(240, 6.0),
     throughput_c32=(320, 6.0),
     warmup=5,
+    scale_small=scale.SMALL,
+    scale_large=scale.LARGE,
+    scale_large_local=scale.LOCAL_LARGE,
+    scale_count=40,
+    scale_seconds=20.0,
 )
 QUICK = Bounds(
     target_chunks=100,
@@ -81,6 +92,11 @@ QUICK = Bounds(
     throughput_c8=(60, 4.0),
     throughput_c32=(100, 4.0),
     warmup=2,
+    scale_small=300,
+    scale_large=1200,
+    scale_large_local=1200,
+    scale_count=10,
+    scale_seconds=5.0,
 )
 
 
@@ -359,6 +375,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 async def measure_all(
     args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder, meta: dict[str, Any]
 ) -> None:
+    if "scale" in args.groups:
+        print("12. retrieval cost against corpus size (in-process, no NATS)")
+        phase = time.perf_counter()
+        await scale_runs(args, bounds, recorder, embedder)
+        meta["seconds_scale"] = round(time.perf_counter() - phase, 1)
+        if not set(args.groups) - {"scale"}:
+            return
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:
         work = Path(tmp)
         corpus = build_corpus(args, bounds, embedder, work / "corpus")
@@ -384,6 +407,35 @@ async def measure_all(
                 if "throughput" in args.groups:
                     await bench.processes_runs(corpus, system_nats.url)
                 meta["seconds_query"] = round(time.perf_counter() - phase, 1)
+
+
+async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:
+    """Retrieval p50 at ~1.6k and ~20k chunks on each embedded backend (``benchmarks.scale``)."""
+    large = {"edge": bounds.scale_large, "local": bounds.scale_large_local}
+    sizes = {b: (bounds.scale_small, large[b]) for b in scale.BACKENDS}
+    default = StoreSettings().vector_backend  # what the services use (RAG_VECTOR_BACKEND)
+    for run in range(1, args.runs + 1):
+        recorder.run = run
+        recorder.mark()
+
+        def record(name: str, value: float, unit: str, description: str, detail: dict[str, Any] | None) -> None:
+            recorder.record(name, value, unit, description, detail)
+
+        results = await scale.run(
+            embedder,
+            args.model_dir.resolve(),
+            record,
+            sizes=sizes,
+            count=bounds.scale_count,
+            seconds=bounds.scale_seconds,
+        )
+        low, high = results[default]
+        recorder.record(
+            "scale.ratio",
+            high.p50_ms / low.p50_ms,
+            "ratio",
+            f"the default backend's ({default}) retrieval p50 at {high.chunks} / at {low.chunks} chunks",
+        )
 
 
 def run() -> None:

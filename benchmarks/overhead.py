@@ -29,7 +29,7 @@ from rag_common import subjects
 from rag_common.embedding import get_embedder
 from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryDrafted, QueryRequested, new_id
 from rag_common.telemetry import setup_telemetry
-from rag_common.vectors import open_store
+from rag_common.vectors import configured_store
 from rag_eval.stats import median, paired_differences, summarize
 from rag_evaluator.app import assess
 from rag_generator.app import Generator, embedding_scorer
@@ -57,7 +57,7 @@ class InProcessPipeline:
         self.router_settings = RouterSettings(**common)
         retriever_settings = RetrieverSettings(**common, model_dir=model_dir, qdrant_path=qdrant_path)
         embedder = get_embedder(retriever_settings.resolved_model_dir)
-        store = open_store(None, retriever_settings.resolved_qdrant_path)
+        store = configured_store(retriever_settings)
         self.embedder = embedder
         self.retriever = Retriever(retriever_settings, embedder, store)
         self.generator = Generator(GeneratorSettings(**common), None, setup_telemetry("bench"), on_delta=self._drop)

@@ -66,6 +66,7 @@ TARGETS = (
     Target("ingest.ratio", ">=", 0.80, "ingest throughput ≥ 80% of the embedding model alone"),
     Target("query.c1.e2e_p50_ms", "<", 50.0, "query p50 through HTTP at concurrency 1 under 50 ms"),
     Target("overhead.nats_minus_inprocess_p50_ms", "<=", 5.0, "NATS pipeline overhead ≤ 5 ms per question (p50)"),
+    Target("scale.ratio", "<=", 2.0, "retrieval p50 at 20k chunks ≤ 2× the p50 at 1.6k (default backend)"),
 )
 
 

@@ -21,7 +21,7 @@ from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import PermanentError, register_query_stage
 from rag_common.transport.publishing import publish_stage
 from rag_common.transport.service import create_service, register_ping
-from rag_common.vectors import Hit, VectorStore, open_store
+from rag_common.vectors import Hit, Store, configured_store
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import (
     cover_parts,
@@ -46,7 +46,7 @@ log = logging.getLogger("rag.retriever")
 class Retriever:
     """Search for one question; blocking work runs in a thread so the event loop stays free."""
 
-    def __init__(self, settings: RetrieverSettings, embedder: Embedder, store: VectorStore) -> None:
+    def __init__(self, settings: RetrieverSettings, embedder: Embedder, store: Store) -> None:
         self.settings = settings
         self.embedder = embedder
         self.store = store
@@ -250,7 +250,7 @@ def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None =
 
     async def load() -> None:
         embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-        store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
+        store = configured_store(settings)
         state["retriever"] = Retriever(settings, embedder, store)
 
     return create_service(build_broker(settings, telemetry, state), settings, telemetry, load=load)
