@@ -13,7 +13,7 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install browser model run test test-unit test-int lint eval bench chaos clean
+.PHONY: help install browser model run run-processes test test-unit test-int lint eval bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ model: $(MODEL_DIR)/model.onnx ## assemble the offline embedding-model folder
 
 run: install model ## start NATS (if none), every service and the gateway on :8000, load the sample corpus
 	$(PY) -m rag_devrun
+
+run-processes: install model ## make run with one process per service (store, router, generator, evaluator, gateway)
+	$(PY) -m rag_devrun --processes
 
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,4 +1,4 @@
-"""``python -m benchmarks`` (``make bench``): ingest, latency, overhead and throughput figures.
+"""``python -m benchmarks`` (``make bench``): ingest, latency, overhead, throughput and scale figures.
 
 Writes ``reports/bench.json``. Each figure is measured ``--runs`` times (default 3) and reported as
 the median, with every run kept. ``--quick`` is a short smoke run (one run, small bounds).
@@ -28,12 +28,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import ingest, overhead, query
+from benchmarks import hop_floor, ingest, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
+from benchmarks.hop_floor import hop_floors
 from benchmarks.report import Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
+from rag_common.settings import StoreSettings
+from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
 from rag_ingest.settings import IngestSettings
@@ -41,7 +44,7 @@ from rag_ingest.settings import IngestSettings
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-GROUPS = ("ingest", "latency", "overhead", "throughput")
+GROUPS = ("ingest", "latency", "overhead", "throughput", "scale")
 T = TypeVar("T")
 
 
@@ -59,6 +62,11 @@ class Bounds:
     throughput_c8: tuple[int, float]
     throughput_c32: tuple[int, float]
     warmup: int
+    scale_small: int
+    scale_large: int
+    scale_large_local: int
+    scale_count: int
+    scale_seconds: float
 
 
 FULL = Bounds(
@@ -72,6 +80,11 @@ FULL = Bounds(
     throughput_c8=(240, 6.0),
     throughput_c32=(320, 6.0),
     warmup=5,
+    scale_small=scale.SMALL,
+    scale_large=scale.LARGE,
+    scale_large_local=scale.LOCAL_LARGE,
+    scale_count=40,
+    scale_seconds=20.0,
 )
 QUICK = Bounds(
     target_chunks=100,
@@ -84,6 +97,11 @@ QUICK = Bounds(
     throughput_c8=(60, 4.0),
     throughput_c32=(100, 4.0),
     warmup=2,
+    scale_small=300,
+    scale_large=1200,
+    scale_large_local=1200,
+    scale_count=10,
+    scale_seconds=5.0,
 )
 
 
@@ -219,7 +237,21 @@ class Bench:
                         if "overhead" in groups:
                             await self.overhead(stack, questions)
                     if "throughput" in groups:
-                        await self.throughput(stack.base_url, questions, replicas)
+                        await self.throughput(stack.base_url, questions, f"retriever_x{replicas}")
+
+    async def processes_runs(self, corpus: BenchCorpus, system_nats: str) -> None:
+        """Throughput with one process per service (``make run-processes``) on the same index."""
+        close_store(self.system_dir)  # the store process owns the folder from now on
+        env = {"RAG_MODEL_DIR": str(self.model_dir), "QDRANT_PATH": str(qdrant_path(self.system_dir))}
+        for run in range(1, self.args.runs + 1):
+            self.rec.run = run
+            cluster = Cluster(self.system_dir, system_nats, free_port(), env=env)
+            try:
+                cluster.start_all()
+                await cluster.wait_ready(180)
+                await self.throughput(cluster.base_url, corpus.questions, "processes")
+            finally:
+                await asyncio.to_thread(cluster.stop_all)
 
     def pipeline(self, stack: Stack) -> overhead.InProcessPipeline:
         """The stage functions in-process, over the running system's embedder and store."""
@@ -303,6 +335,20 @@ class Bench:
             "ms",
             "a greeting (router → evaluator: two JetStream hops, no retrieval): NATS − in-process, median of pairs",
         )
+        floor = await hop_floor.measure_floor(stack.nats_url, count=300, max_seconds=10)
+        self.rec.record(
+            "overhead.floor_js_hop_p50_ms",
+            floor["js_hop"]["p50"],
+            "ms",
+            "nats-py alone: JetStream publish (with PubAck) → pull consumer has it and acked (benchmarks.hop_floor)",
+            floor,
+        )
+        self.rec.record(
+            "overhead.floor_question_ms",
+            hop_floors(floor),
+            "ms",
+            "the least a question's NATS path can cost: 5 bare JetStream hops + one core NATS message (half a request)",
+        )
         self.rec.record(
             "overhead.cpu_nats_minus_inprocess_p50_ms",
             figures["cpu_paired_p50"],
@@ -310,16 +356,18 @@ class Bench:
             "process CPU per question (all threads, nats-server excluded): NATS − in-process, median of pairs",
         )
 
-    async def throughput(self, base_url: str, questions: list[str], replicas: int) -> None:
+    async def throughput(self, base_url: str, questions: list[str], layout: str) -> None:
+        what = {"retriever_x1": "one process, one retriever", "retriever_x2": "one process, two retriever replicas"}
         for concurrency, (count, seconds) in ((8, self.bounds.throughput_c8), (32, self.bounds.throughput_c32)):
             self.rec.mark()
             result = await query.measure(base_url, questions, concurrency, count, seconds, self.bounds.warmup)
             detail = query.latency_detail(result)
             self.rec.record(
-                f"throughput.retriever_x{replicas}.c{concurrency}_qps",
+                f"throughput.{layout}.c{concurrency}_qps",
                 result.per_second,
                 "q/s",
-                f"answered questions per second at concurrency {concurrency}, {replicas} retriever replica(s)",
+                f"answered questions per second at concurrency {concurrency}, "
+                + what.get(layout, "one process per service (store, router, generator, evaluator, gateway)"),
                 detail,
             )
 
@@ -358,6 +406,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
 async def measure_all(
     args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder, meta: dict[str, Any]
 ) -> None:
+    if "scale" in args.groups:
+        print("12. retrieval cost against corpus size (in-process, no NATS)")
+        phase = time.perf_counter()
+        await scale_runs(args, bounds, recorder, embedder)
+        meta["seconds_scale"] = round(time.perf_counter() - phase, 1)
+        if not set(args.groups) - {"scale"}:
+            return
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:
         work = Path(tmp)
         corpus = build_corpus(args, bounds, embedder, work / "corpus")
@@ -380,7 +435,38 @@ async def measure_all(
                 print("9-11. query latency, pipeline overhead, throughput")
                 phase = time.perf_counter()
                 await bench.query_runs(corpus, system_nats.url)
+                if "throughput" in args.groups:
+                    await bench.processes_runs(corpus, system_nats.url)
                 meta["seconds_query"] = round(time.perf_counter() - phase, 1)
+
+
+async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:
+    """Retrieval p50 at ~1.6k and ~20k chunks on each embedded backend (``benchmarks.scale``)."""
+    large = {"edge": bounds.scale_large, "local": bounds.scale_large_local}
+    sizes = {b: (bounds.scale_small, large[b]) for b in scale.BACKENDS}
+    default = StoreSettings().vector_backend  # what the services use (RAG_VECTOR_BACKEND)
+    for run in range(1, args.runs + 1):
+        recorder.run = run
+        recorder.mark()
+
+        def record(name: str, value: float, unit: str, description: str, detail: dict[str, Any] | None) -> None:
+            recorder.record(name, value, unit, description, detail)
+
+        results = await scale.run(
+            embedder,
+            args.model_dir.resolve(),
+            record,
+            sizes=sizes,
+            count=bounds.scale_count,
+            seconds=bounds.scale_seconds,
+        )
+        low, high = results[default]
+        recorder.record(
+            "scale.ratio",
+            high.p50_ms / low.p50_ms,
+            "ratio",
+            f"the default backend's ({default}) retrieval p50 at {high.chunks} / at {low.chunks} chunks",
+        )
 
 
 def run() -> None:

@@ -24,10 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,24 +35,12 @@ from typing import Any
 import httpx
 
 from rag_devrun.natsserver import LocalNatsServer
+from rag_devrun.processes import PROCESSES, Cluster, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-PROCESSES = {
-    "store": ("ingest", "retriever"),
-    "router": ("router",),
-    "generator": ("generator",),
-    "evaluator": ("evaluator",),
-    "gateway": (),
-}
 QUERY_TIMEOUT_S = 15.0
 FACILITIES = 6
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def fact(i: int, version: int = 0) -> bytes:
@@ -76,61 +60,6 @@ class Tally:
     upload_failures: Counter[str] = field(default_factory=Counter)
     wrong_examples: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
-
-
-class Cluster:
-    """The processes of the system; each can be killed and started again."""
-
-    def __init__(self, work: Path, nats_url: str, port: int) -> None:
-        self.work, self.nats_url, self.port = work, nats_url, port
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "NATS_URL": self.nats_url,
-            "RAG_DATA_DIR": str(self.work),
-            "RAG_MODEL_DIR": str(MODEL_DIR),
-            "QDRANT_PATH": str(self.work / "qdrant"),
-            "RAG_QUERY_TIMEOUT_S": str(QUERY_TIMEOUT_S),
-            "RAG_JS_CHECK_INTERVAL_S": "1",
-            "RAG_GATEWAY_GATEWAY_ID": "chaosgw",
-            "HF_HUB_OFFLINE": "1",
-        }
-
-    def start(self, name: str) -> None:
-        log = open(self.work / f"{name}.log", "ab")
-        command = [sys.executable, "-m", "benchmarks.chaos", "--worker", name, "--port", str(self.port)]
-        self.procs[name] = subprocess.Popen(command, cwd=ROOT, env=self.env(), stdout=log, stderr=log)
-
-    def kill(self, name: str) -> None:
-        proc = self.procs.pop(name, None)
-        if proc and proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            proc = self.procs.pop(name)
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-
-
-async def wait_ready(client: httpx.AsyncClient, timeout_s: float) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        with contextlib.suppress(httpx.HTTPError, ValueError):
-            response = await client.get("/readyz", timeout=5)
-            # 200 also means "degraded" (a service missing): ready again is every service back
-            if response.status_code == 200 and response.json().get("status") == "ready":
-                return time.monotonic() - started
-        await asyncio.sleep(0.2)
-    raise RuntimeError(f"system not ready within {timeout_s}s")
 
 
 async def ask_until_answered(client: httpx.AsyncClient, tally: Tally, i: int, budget_s: float) -> None:
@@ -267,14 +196,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     nats.start()
     nats_port = int(nats.url.rsplit(":", 1)[1])
     nats.port = nats_port
-    cluster = Cluster(work, nats.url, free_port())
+    env = {
+        "RAG_MODEL_DIR": str(MODEL_DIR),
+        "RAG_QUERY_TIMEOUT_S": str(QUERY_TIMEOUT_S),
+        "RAG_JS_CHECK_INTERVAL_S": "1",
+        "RAG_GATEWAY_GATEWAY_ID": "chaosgw",
+        "HF_HUB_OFFLINE": "1",
+    }
+    cluster = Cluster(work, nats.url, free_port(), env=env)
     events: list[dict[str, Any]] = []
     tally = Tally()
     try:
-        for name in PROCESSES:
-            cluster.start(name)
+        cluster.start_all()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
-            events.append({"event": "started", "ready_after_s": round(await wait_ready(client, 180), 1)})
+            events.append({"event": "started", "ready_after_s": round(await cluster.wait_ready(180), 1)})
             for i in range(FACILITIES):
                 await upload_until_accepted(client, tally, i, 0, budget_s=30)
             # Questions start once the first revisions are indexed: asked earlier, "I don't have
@@ -295,7 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     cluster.kill(target)
                     await asyncio.sleep(1.0)
                     cluster.start(target)
-                ready = await wait_ready(client, 120)
+                ready = await cluster.wait_ready(120)
                 events.append({"event": "killed", "target": target, "ready_again_after_s": round(ready + 1.0, 1)})
             await asyncio.sleep(args.settle_s)
             stop.set()
@@ -322,42 +257,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "upload_retries": dict(tally.upload_failures),
         },
         "events": events,
-        "logs": str(work),
+        "logs": str(work / "logs"),
     }
-
-
-async def worker(name: str, port: int) -> None:
-    """One process of the system (what a container would run), on the shared data folder."""
-    from rag_devrun.stack import Stack, StackOptions
-
-    services = PROCESSES[name]
-    store = {"model_dir": MODEL_DIR, "qdrant_path": Path(os.environ["QDRANT_PATH"])}
-    options = StackOptions(
-        data_dir=Path(os.environ["RAG_DATA_DIR"]),
-        nats_url=os.environ["NATS_URL"],
-        port=port,
-        metrics=False,
-        services=services,
-        gateway=not services,
-        overrides={"ingest": dict(store), "retriever": dict(store), "generator": {"model_dir": MODEL_DIR}},
-    )
-    async with Stack(options) as stack:
-        if services:
-            await asyncio.Event().wait()  # until killed
-        await stack.wait()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worker", choices=sorted(PROCESSES), help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--budget-s", type=float, default=280.0, help="stop killing after this long")
     parser.add_argument("--settle-s", type=float, default=6.0, help="load between kills")
     parser.add_argument("--out", default=str(ROOT / "reports" / "chaos.json"))
     args = parser.parse_args()
-    if args.worker:
-        asyncio.run(worker(args.worker, args.port))
-        return
     report = asyncio.run(run(args))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")

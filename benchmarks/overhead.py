@@ -31,16 +31,16 @@ from rag_common.messages import (
     AnswerDelta,
     AnswerError,
     Query,
-    QueryAnswer,
+    QueryAnswered,
     QueryDrafted,
     QueryRequested,
     QueryRouted,
     new_id,
 )
 from rag_common.telemetry import setup_telemetry
-from rag_common.vectors import open_store
+from rag_common.vectors import configured_store
 from rag_eval.stats import median, paired_differences, summarize
-from rag_evaluator.app import assess, final_answer
+from rag_evaluator.app import assess
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
@@ -67,7 +67,7 @@ class InProcessPipeline:
         self.router_settings = RouterSettings(**common)
         retriever_settings = RetrieverSettings(**common, model_dir=model_dir, qdrant_path=qdrant_path)
         embedder = get_embedder(retriever_settings.resolved_model_dir)
-        store = open_store(None, retriever_settings.resolved_qdrant_path)
+        store = configured_store(retriever_settings)
         self.embedder = embedder
         self.retriever = Retriever(retriever_settings, embedder, store)
         generator_settings = GeneratorSettings(**common)
@@ -80,7 +80,7 @@ class InProcessPipeline:
     async def _drop(query: object, delta: AnswerDelta) -> None:
         return None
 
-    async def answer(self, question: str) -> QueryAnswer:
+    async def answer(self, question: str) -> QueryAnswered:
         query = Query(request_id=new_id(), gateway_id="inprocess", question=question)
         marks = [time.perf_counter()]
         decision = decide(query, self.router_settings)
@@ -92,7 +92,7 @@ class InProcessPipeline:
             marks.append(time.perf_counter())
             drafted = await self.generator.draft(retrieved)
             marks.append(time.perf_counter())
-        answer = final_answer(drafted, assess(drafted))
+        answer = QueryAnswered.of(drafted, assess(drafted))
         marks.append(time.perf_counter())
         stages = ("router", "retriever", "generator", "evaluator") if len(marks) == 5 else ("router", "evaluator")
         for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True):
@@ -136,7 +136,7 @@ class NatsClient:
         self.nc = nc
         self.js = nc.jetstream()
         self.gateway_id = "bench" + new_id()[:8]
-        self.waiting: dict[str, asyncio.Future[QueryAnswer]] = {}
+        self.waiting: dict[str, asyncio.Future[QueryAnswered]] = {}
 
     async def on_message(self, msg: Msg) -> None:
         request_id, kind = msg.subject.split(".")[-2:]
@@ -144,14 +144,14 @@ class NatsClient:
         if future is None or future.done():
             return
         if kind == "final":
-            future.set_result(QueryAnswer.model_validate_json(msg.data))
+            future.set_result(QueryAnswered.model_validate_json(msg.data))
         elif kind == "error":
             error = AnswerError.model_validate_json(msg.data)
             future.set_exception(RuntimeError(f"{error.code}: {error.message}"))
 
-    async def answer(self, question: str, timeout_s: float) -> QueryAnswer:
+    async def answer(self, question: str, timeout_s: float) -> QueryAnswered:
         rid = new_id()
-        future: asyncio.Future[QueryAnswer] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[QueryAnswered] = asyncio.get_running_loop().create_future()
         self.waiting[rid] = future
         try:
             message = QueryRequested(query=Query(request_id=rid, gateway_id=self.gateway_id, question=question))
@@ -247,10 +247,10 @@ async def measure_overhead(
             return str(response.json()["answer"])
 
         async def via_nats(question: str) -> str:
-            return (await bus.answer(question, timeout_s)).answer
+            return (await bus.answer(question, timeout_s)).draft.answer
 
         async def in_process(question: str) -> str:
-            return (await pipeline.answer(question)).answer
+            return (await pipeline.answer(question)).draft.answer
 
         paths: dict[str, Callable[[str], Awaitable[str]]] = {
             "inprocess": in_process,

@@ -32,7 +32,7 @@ from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.telemetry import setup_telemetry
-from rag_common.vectors import open_store
+from rag_common.vectors import configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
 from rag_generator.app import Generator
@@ -112,7 +112,7 @@ def indexed_corpus(
             corpus = shared_corpus(corpus_dir, target_chunks, work / "corpus", embedder, settings, count)
         else:
             corpus = synthetic_corpus(target_chunks, work / "corpus", embedder, settings, count)
-        store = open_store(None, work / "qdrant")
+        store = configured_store(settings, work / "qdrant")
         started = time.perf_counter()
         for i, doc in enumerate(corpus.documents):
             request = IngestRequested(

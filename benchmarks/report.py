@@ -72,6 +72,7 @@ TARGETS = (
         1.5,
         "answer p50 at concurrency 1 ≤ 1.5× the in-process retrieval alone (issue 9)",
     ),
+    Target("scale.ratio", "<=", 2.0, "retrieval p50 at 20k chunks ≤ 2× the p50 at 1.6k (default backend)"),
 )
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import httpx
 
-from benchmarks.chaos import PROCESSES, ROOT, Cluster, free_port, wait_ready
+from benchmarks.chaos import MODEL_DIR, ROOT
 from rag_devrun.natsserver import LocalNatsServer
+from rag_devrun.processes import Cluster, free_port
 
 
 def rss_mb(pid: int) -> float:
@@ -86,14 +87,13 @@ async def run(docs: int, final_timeout_s: float = 1200.0) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="rag-memory-"))
     nats = LocalNatsServer(work / "nats")
     nats.start()
-    cluster = Cluster(work, nats.url, free_port())
+    cluster = Cluster(work, nats.url, free_port(), env={"RAG_MODEL_DIR": str(MODEL_DIR), "HF_HUB_OFFLINE": "1"})
     figures: dict[str, Any] = {"documents": docs}
     try:
-        for name in PROCESSES:
-            cluster.start(name)
+        cluster.start_all()
         pid = cluster.procs["store"].pid
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}", timeout=60) as client:
-            await wait_ready(client, 180)
+            await cluster.wait_ready(180)
             figures["rss_mb_ready"] = rss_mb(pid)
             rng = random.Random(7)
             ids: list[str] = []

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from rag_common.vectors import open_store
+from rag_common.settings import StoreSettings
+from rag_common.vectors import configured_store
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import StackOptions
 
@@ -53,5 +54,5 @@ def qdrant_path(data_dir: Path) -> Path:
 
 
 def close_store(data_dir: Path) -> None:
-    """Close the process-wide local Qdrant client of ``data_dir`` (its folder is about to go)."""
-    open_store(None, qdrant_path(data_dir)).close()
+    """Close the process-wide embedded store of ``data_dir`` (its folder is about to go)."""
+    configured_store(StoreSettings(), qdrant_path(data_dir)).close()

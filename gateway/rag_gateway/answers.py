@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, QueryRequested
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswered, QueryRequested
 
 log = logging.getLogger("rag.gateway")
 
-Event = AnswerDelta | QueryAnswer | AnswerError
-MODELS: dict[str, type[Event]] = {"delta": AnswerDelta, "final": QueryAnswer, "error": AnswerError}
+Event = AnswerDelta | QueryAnswered | AnswerError
+MODELS: dict[str, type[Event]] = {"delta": AnswerDelta, "final": QueryAnswered, "error": AnswerError}
 
 
 @dataclass

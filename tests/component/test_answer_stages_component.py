@@ -10,7 +10,7 @@ from rag_common.messages import (
     Draft,
     Passage,
     Query,
-    QueryAnswer,
+    QueryAnswered,
     QueryDrafted,
     QueryRetrieved,
     Retrieval,
@@ -77,36 +77,66 @@ async def test_generator_drafts_a_cited_extractive_answer_and_streams_it(mode: B
         assert streamed == answer.draft.answer
 
 
-async def evaluated(mode: BrokerMode, passages: list[Passage]) -> tuple[QueryDrafted, QueryAnswer]:
-    """The evaluator's final answer to an extractive draft citing [1] over ``passages``."""
-    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
-    finals: list[QueryAnswer] = []
-
-    @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))
-    async def capture(msg: QueryAnswer) -> None:
-        finals.append(msg)
-
+def drafted_over(passages: list[Passage], draft: Draft | None = None) -> QueryDrafted:
+    """An extractive draft citing [1] over ``passages`` (or ``draft``), as the generator hands it on."""
     stage = retrieved(passages)
-    drafted = QueryDrafted(
+    return QueryDrafted(
         query=stage.query,
         route=stage.route,
         retrieval=stage.retrieval,
-        draft=Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
+        draft=draft or Draft(answer="The Pro plan costs $12 per user per month [1].", model="extractive", cited=[1]),
+        timings_ms={"router": 0.5, "retriever": 12.0, "generator": 2.0},
     )
+
+
+async def evaluated(mode: BrokerMode, drafted: QueryDrafted) -> QueryAnswered:
+    """The final message the evaluator publishes to the asking gateway for ``drafted``."""
+    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
+    finals: list[QueryAnswered] = []
+
+    @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))
+    async def capture(msg: QueryAnswered) -> None:
+        finals.append(msg)
+
     async with mode.broker(broker) as br:
         await br.publish(drafted, subjects.QUERY_DRAFTED, stream=subjects.QUERY_STREAM)
         await capture.wait_call(timeout=10)
     [final] = finals
-    return drafted, final
+    return final
 
 
 async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: BrokerMode) -> None:
-    drafted, final = await evaluated(mode, [PRICING, BROCHURE])
-    assert final.answer == drafted.draft.answer
-    assert final.flags["conflicting_sources"] and not final.flags["citation_invalid"]
-    assert "evaluator" in final.timings_ms
+    drafted = drafted_over([PRICING, BROCHURE])
+    final = await evaluated(mode, drafted)
+    # The drafted message's parts travel on unchanged; the evaluator adds its evaluation and its time.
+    assert final.type == "rag.answer.final.v2"
+    assert (final.query, final.route, final.retrieval, final.draft, final.suspicions) == (
+        drafted.query,
+        drafted.route,
+        drafted.retrieval,
+        drafted.draft,
+        drafted.suspicions,
+    )
+    assert final.timings_ms.keys() == {"router", "retriever", "generator", "evaluator"}
+    assert {k: final.timings_ms[k] for k in drafted.timings_ms} == drafted.timings_ms
+    assert final.citations == [PRICING]
+    evaluation = final.evaluation
+    assert evaluation.flags["conflicting_sources"] and not evaluation.flags["citation_invalid"]
+    assert evaluation.flagged
+    assert evaluation.details["conflicting_sources"] == [
+        {"subject": "pro", "values": {"pricing.md": ["$12"], "brochure.md": ["$15"]}}
+    ]
 
 
 async def test_evaluator_passes_a_grounded_cited_answer(mode: BrokerMode) -> None:
-    _, final = await evaluated(mode, [PRICING])
-    assert not final.flagged and not any(final.flags.values()), final.flag_details
+    final = await evaluated(mode, drafted_over([PRICING]))
+    assert not final.evaluation.flagged and not any(final.evaluation.flags.values()), final.evaluation.details
+
+
+async def test_evaluator_gives_a_refusals_reason_as_the_refused_detail(mode: BrokerMode) -> None:
+    why = "no passage reaches the collection's relevance threshold"
+    draft = Draft(answer="I don't know based on the documents.", model="none", refused=True, refusal_reason=why)
+    final = await evaluated(mode, drafted_over([], draft))
+    assert final.evaluation.flags["refused"] and not final.evaluation.flagged
+    assert final.evaluation.details == {"refused": why}
+    assert final.draft == draft

@@ -10,28 +10,15 @@ import asyncio
 import pytest
 
 from rag_common import subjects
-from rag_common.messages import AnswerDelta, QueryAnswer, Route, Usage
+from rag_common.messages import AnswerDelta, QueryAnswered
 from rag_common.telemetry import setup_telemetry
 from rag_gateway.answers import AnswerHub
 from rag_gateway.app import build_broker
 from rag_gateway.settings import GatewaySettings
 from tests.support.components import BrokerMode
+from tests.support.messages import answered
 
 pytestmark = pytest.mark.component
-
-
-def final(answer: str) -> QueryAnswer:
-    return QueryAnswer(
-        request_id="r1",
-        answer=answer,
-        model="extractive",
-        citations=[],
-        passages=[],
-        route=Route(tier="fast"),
-        flags={},
-        flagged=False,
-        usage=Usage(),
-    )
 
 
 async def test_deltas_and_the_final_answer_reach_the_waiting_request_in_order(mode: BrokerMode) -> None:
@@ -43,11 +30,11 @@ async def test_deltas_and_the_final_answer_reach_the_waiting_request_in_order(mo
         for seq, text in enumerate(["Pro costs ", "$12 [1]"]):
             delta = AnswerDelta(request_id="r1", attempt="a1", seq=seq, text=text)
             await br.publish(delta, subjects.answer_subject("gw1", "r1", "delta"))
-        await br.publish(final("Pro costs $12 [1]"), subjects.answer_subject("gw1", "r1", "final"))
+        await br.publish(answered("Pro costs $12 [1]"), subjects.answer_subject("gw1", "r1", "final"))
         # Another replica's answer for a request of the same id never reaches this one.
-        await br.publish(final("not for gw1"), subjects.answer_subject("gw2", "r2", "final"))
+        await br.publish(answered("not for gw1", "r2"), subjects.answer_subject("gw2", "r2", "final"))
         events = [await asyncio.wait_for(pending.queue.get(), timeout=10) for _ in range(3)]
-    assert [type(e) for e in events] == [AnswerDelta, AnswerDelta, QueryAnswer]
+    assert [type(e) for e in events] == [AnswerDelta, AnswerDelta, QueryAnswered]
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "Pro costs $12 [1]"
-    assert isinstance(events[-1], QueryAnswer) and events[-1].answer == "Pro costs $12 [1]"
+    assert isinstance(events[-1], QueryAnswered) and events[-1].draft.answer == "Pro costs $12 [1]"
     assert other.queue.empty()

@@ -14,7 +14,7 @@ from rag_common.embedding import get_embedder
 from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
 from rag_common.telemetry import setup_telemetry
 from rag_common.transport.buckets import open_buckets
-from rag_common.vectors import open_store
+from rag_common.vectors import configured_store
 from rag_ingest.app import Ingestor, build_broker
 from rag_ingest.settings import IngestSettings
 from tests.support.buckets import MemoryKeyValue, MemoryObjectStore
@@ -33,7 +33,7 @@ async def make_ingestor(mode: BrokerMode, model_dir: Path, tmp_path: Path) -> tu
     settings = IngestSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
     ingestor = Ingestor(settings, setup_telemetry("ingest"))
     ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-    ingestor.store = open_store(None, settings.resolved_qdrant_path)
+    ingestor.store = configured_store(settings)
     return ingestor, build_broker(settings, ingestor.telemetry, ingestor)
 
 

@@ -12,7 +12,7 @@ from rag_common.embedding import get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRetrieved, QueryRouted, Route
 from rag_common.telemetry import setup_telemetry
 from rag_common.transport.streams import QUERY_JSTREAM
-from rag_common.vectors import open_store
+from rag_common.vectors import configured_store
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever, build_broker
@@ -33,8 +33,8 @@ async def test_a_question_gets_the_passages_of_the_document_that_answers_it(
     mode: BrokerMode, model_dir: Path, tmp_path: Path
 ) -> None:
     embedder = await asyncio.to_thread(get_embedder, model_dir)
-    store = open_store(None, tmp_path / "qdrant")
     ingest = IngestSettings(model_dir=model_dir, qdrant_path=tmp_path / "qdrant", metrics_port=0)
+    store = configured_store(ingest)  # the backend RAG_VECTOR_BACKEND chose
     store.ensure_collection(COLLECTION)
     for source, data in DOCUMENTS.items():
         request = IngestRequested(

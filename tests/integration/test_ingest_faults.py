@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from rag_common import subjects
 from rag_common.documents import StatusStore
+from rag_common.edge import EdgeStore
 from rag_common.messages import DocumentStatus
 from rag_common.vectors import VectorStore
 from rag_devrun.natsserver import LocalNatsServer
@@ -139,16 +141,19 @@ async def test_an_ingest_that_dies_between_writing_and_dropping_leaves_only_the_
     """The new version's chunks are written, then the worker fails before the replaced version's
     are dropped (as a killed process would): the retried message must not call the document
     indexed while the old revision's text is still found beside the new one."""
-    real_drop = VectorStore._drop_other_versions
     failures: list[str] = []
 
-    def dying_drop(self: VectorStore, name: str, document_id: str, version: str) -> None:
-        if failures == ["armed"]:
-            failures.append(version)
-            raise ConnectionError("worker died after writing the new version (injected)")
-        real_drop(self, name, document_id, version)
+    def dying(real_drop: Callable[[Any, str, str, str], None]) -> Callable[[Any, str, str, str], None]:
+        def dying_drop(self: Any, name: str, document_id: str, version: str) -> None:
+            if failures == ["armed"]:
+                failures.append(version)
+                raise ConnectionError("worker died after writing the new version (injected)")
+            real_drop(self, name, document_id, version)
 
-    monkeypatch.setattr(VectorStore, "_drop_other_versions", dying_drop)
+        return dying_drop
+
+    for backend in (VectorStore, EdgeStore):  # whichever RAG_VECTOR_BACKEND chose
+        monkeypatch.setattr(backend, "_drop_other_versions", dying(backend._drop_other_versions))
     options = stack_options(tmp_path, nats_server.url, model_dir)
     async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
         first = await upload_and_wait(client, "race.md", version(1))

@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryRequested, Route, Usage
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested
 from rag_common.subjects import answer_subject
 from rag_gateway.answers import AnswerHub, Event, Pending
+from tests.support.messages import answered
 
 pytestmark = pytest.mark.unit
 
 
 def final(answer: str, request_id: str = "r1") -> bytes:
-    return (
-        QueryAnswer(
-            request_id=request_id,
-            answer=answer,
-            model="m",
-            citations=[],
-            passages=[],
-            route=Route(tier="fast"),
-            flags={},
-            flagged=False,
-            usage=Usage(),
-        )
-        .model_dump_json()
-        .encode()
-    )
+    return answered(answer, request_id).model_dump_json().encode()
 
 
 def delta(text: str, attempt: str = "a1", seq: int = 0) -> bytes:
@@ -55,7 +42,7 @@ def test_events_reach_the_request_they_name_in_order() -> None:
     hub.deliver(subject("delta"), delta("$12 [1]", seq=1))
     hub.deliver(subject("final"), final("Pro costs $12 [1]"))
     events = drain(mine)
-    assert [type(e) for e in events] == [AnswerDelta, AnswerDelta, QueryAnswer]
+    assert [type(e) for e in events] == [AnswerDelta, AnswerDelta, QueryAnswered]
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "Pro costs $12 [1]"
     assert drain(other) == []
     assert hub.in_flight == 2
@@ -68,7 +55,7 @@ def test_second_final_is_dropped() -> None:
     hub.deliver(subject("final"), final("second"))
     hub.deliver(subject("error"), error("late"))
     hub.deliver(subject("delta"), delta("late"))
-    assert [e.answer for e in drain(pending) if isinstance(e, QueryAnswer)] == ["first"]
+    assert [e.draft.answer for e in drain(pending) if isinstance(e, QueryAnswered)] == ["first"]
     assert pending.queue.empty()
 
 
@@ -110,7 +97,7 @@ def test_malformed_or_unknown_messages_are_ignored(subject_: str, body: bytes) -
     hub.deliver(subject_, body)
     assert pending.queue.empty()
     hub.deliver(subject("final"), final("still answered"))  # the request is not spoiled
-    assert [e.answer for e in drain(pending) if isinstance(e, QueryAnswer)] == ["still answered"]
+    assert [e.draft.answer for e in drain(pending) if isinstance(e, QueryAnswered)] == ["still answered"]
 
 
 def test_nothing_is_delivered_after_close() -> None:

@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from rag_common.conflicts import find_conflicts
-from rag_common.messages import Passage
+from rag_common.messages import Evaluation, Passage
 from rag_evaluator.checks import (
     FAILING_FLAGS,
     FLAG_NAMES,
-    Evaluation,
     citation_numbers,
     evaluate,
 )
@@ -237,6 +236,18 @@ def test_refusal_is_informational_and_skips_other_checks() -> None:
     assert result.flags == dict.fromkeys(FLAG_NAMES, False) | {"refused": True}
     assert not result.flagged
     assert "refused" not in FAILING_FLAGS
+    assert result.details == {}
+
+
+def test_a_refusals_reason_is_the_refused_flags_detail() -> None:
+    why = "no passage is relevant enough (best 0.21 < 0.40)"
+    result = evaluate("I don't know based on the documents.", [], refused=True, refusal_reason=why)
+    assert result.flags["refused"] and result.details == {"refused": why}
+    # A reason without a refusal is no detail: the flag is not raised.
+    assert (
+        evaluate("Pro costs $12 [1].", [passage(1, "pricing.md", PRO_ROW)], refused=False, refusal_reason=why).details
+        == {}
+    )
 
 
 def test_conflict_counts_only_when_its_subject_is_asked_or_answered() -> None:

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from rag_common.messages import Passage, Query, QueryAnswer, QueryRetrieved, Retrieval, Route, Usage
+from rag_common.messages import Passage, Query, QueryAnswered, QueryRetrieved, Retrieval, Route
 from rag_common.names import check_filters, check_source_name, valid_collection, valid_document_id
 from rag_common.transport.payload import PayloadTooLarge, encoded_size, fit_payload, fitted_json
 from rag_ingest.parsing import parse_document
+from tests.support.messages import answered
 
 pytestmark = pytest.mark.unit
 
@@ -72,18 +73,8 @@ def test_good_filters_pass() -> None:
     assert check_filters(filters) == filters
 
 
-def _answer(passages: list[Passage]) -> QueryAnswer:
-    return QueryAnswer(
-        request_id="r1",
-        answer="See [1].",
-        model="extractive",
-        citations=passages[:1],
-        passages=passages,
-        route=Route(tier="fast"),
-        flags={},
-        flagged=False,
-        usage=Usage(),
-    )
+def _answer(passages: list[Passage]) -> QueryAnswered:
+    return answered("See [1].", passages=passages)
 
 
 def test_a_message_that_fits_is_sent_as_it_is() -> None:
@@ -93,15 +84,15 @@ def test_a_message_that_fits_is_sent_as_it_is() -> None:
 
 def test_oversized_passages_are_cut_to_fit_and_keep_their_citation() -> None:
     big = [
-        Passage(n=i, source=f"doc{i}.md", page=i, text="x" * 400_000, injection_spans=[(5, 300_000)]) for i in (1, 2)
+        Passage(n=i, source=f"doc{i}.md", page=i, text="x" * 600_000, injection_spans=[(5, 300_000)]) for i in (1, 2)
     ]
     answer = _answer(big)
     assert encoded_size(answer) > 1_000_000
     fitted = fit_payload(answer, 64 * 1024)
     assert encoded_size(fitted) <= 64 * 1024
-    assert [(p.source, p.page) for p in fitted.passages] == [("doc1.md", 1), ("doc2.md", 2)]
-    assert all(p.text.endswith("…") and len(p.text) < 10_000 for p in fitted.passages + fitted.citations)
-    assert all(end <= len(p.text) for p in fitted.passages for _, end in p.injection_spans)
+    assert [(p.source, p.page) for p in fitted.retrieval.passages] == [("doc1.md", 1), ("doc2.md", 2)]
+    assert all(p.text.endswith("…") and len(p.text) < 10_000 for p in fitted.retrieval.passages + fitted.citations)
+    assert all(end <= len(p.text) for p in fitted.retrieval.passages for _, end in p.injection_spans)
 
 
 def test_a_stage_messages_passages_are_cut_inside_its_retrieval() -> None:
@@ -124,7 +115,7 @@ def test_the_published_body_is_the_message_json_or_its_cut_form() -> None:
     big = _answer([Passage(n=1, source="a.md", text="z" * 200_000)])
     body = fitted_json(big, 32 * 1024)
     assert len(body) <= 32 * 1024
-    assert QueryAnswer.model_validate_json(body).passages[0].text.endswith("…")
+    assert QueryAnswered.model_validate_json(body).retrieval.passages[0].text.endswith("…")
 
 
 def test_a_message_that_cannot_fit_is_a_clear_permanent_error() -> None:

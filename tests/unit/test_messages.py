@@ -13,16 +13,18 @@ from rag_common.messages import (
     ChunkPayload,
     DocumentStatus,
     Draft,
+    Evaluation,
     IngestRequested,
     Passage,
     Query,
-    QueryAnswer,
+    QueryAnswered,
     QueryDrafted,
     QueryRequested,
     QueryRetrieved,
     QueryRouted,
     Retrieval,
     Route,
+    Turn,
     Usage,
 )
 
@@ -42,24 +44,23 @@ ROUTE = Route(tier="fast", score=1, signals={"sensitive": 1}, reason="score 1 < 
 PASSAGE = Passage(n=1, source="pricing.md", text="Pro costs $12.", similarity=0.8)
 OTHER = Passage(n=2, source="faq.md", text="Pro has SSO.", similarity=0.7)
 RETRIEVAL = Retrieval(passages=[PASSAGE, OTHER], threshold=0.4)
+DRAFTED = QueryDrafted(
+    query=QUERY,
+    route=ROUTE,
+    retrieval=RETRIEVAL,
+    draft=Draft(answer="$12 [2][1]", model="m", cited=[2, 1], usage=Usage(input_tokens=3)),
+    suspicions=["question: override"],
+    timings_ms={"router": 0.2, "generator": 4.0},
+)
+EVALUATION = Evaluation(
+    flags={"refused": False, "citation_invalid": True}, details={"citation_invalid": {}}, flagged=True
+)
 EXAMPLES: dict[str, BaseModel] = {
     "rag.query.requested.v2": QueryRequested(query=QUERY),
     "rag.query.routed.v2": QueryRouted(query=QUERY, route=ROUTE, timings_ms={"router": 0.2}),
     "rag.query.retrieved.v2": QueryRetrieved(query=QUERY, route=ROUTE, retrieval=RETRIEVAL),
-    "rag.query.drafted.v2": QueryDrafted(
-        query=QUERY, route=ROUTE, retrieval=RETRIEVAL, draft=Draft(answer="$12 [2][1]", model="m", cited=[2, 1])
-    ),
-    "rag.answer.final.v1": QueryAnswer(
-        request_id="r1",
-        answer="$12 [1]",
-        model="m",
-        citations=[PASSAGE],
-        passages=[PASSAGE],
-        route=ROUTE,
-        flags={"uncited": False},
-        flagged=False,
-        usage=Usage(input_tokens=3),
-    ),
+    "rag.query.drafted.v2": DRAFTED,
+    "rag.answer.final.v2": QueryAnswered.of(DRAFTED, EVALUATION),
     "rag.answer.delta.v1": AnswerDelta(request_id="r1", attempt="a1", seq=0, text="$12"),
     "rag.ingest.requested.v1": IngestRequested(
         request_id="r2", document_id="d1", source="pricing.md", object_name="o1", content_hash="h", size=10
@@ -112,6 +113,38 @@ def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> No
         "retrieval",
         "draft",
     }
+
+
+def test_the_final_message_is_the_drafted_parts_plus_the_evaluation() -> None:
+    answered = QueryAnswered.of(DRAFTED, EVALUATION)
+    # The parts themselves, not copies: nothing is copied field by field or re-validated.
+    assert answered.query is QUERY and answered.route is ROUTE and answered.retrieval is RETRIEVAL
+    assert answered.draft is DRAFTED.draft and answered.evaluation is EVALUATION
+    assert answered.suspicions == DRAFTED.suspicions and answered.timings_ms == DRAFTED.timings_ms
+    assert answered.citations == DRAFTED.citations == [OTHER, PASSAGE]
+    # On the wire: the drafted message's keys and the evaluation; the cited passages travel once.
+    wire = json.loads(answered.model_dump_json())
+    assert wire.keys() == json.loads(DRAFTED.model_dump_json()).keys() | {"evaluation"}
+    assert wire["type"] == "rag.answer.final.v2"
+    assert wire["evaluation"] == {"flags": EVALUATION.flags, "details": {"citation_invalid": {}}, "flagged": True}
+
+
+def test_the_conversation_does_not_travel_back_with_the_final_answer() -> None:
+    history = [Turn(question="What does Pro cost?", answer="$12 [1]" * 200, sources=["pricing.md"])] * 10
+    drafted = DRAFTED.model_copy(update={"query": QUERY.model_copy(update={"history": history})})
+    answered = QueryAnswered.of(drafted, EVALUATION)
+    assert answered.query.history == history  # in process, the part as it is
+    wire = json.loads(answered.model_dump_json())
+    assert "history" not in wire["query"]
+    assert wire["query"] == json.loads(QUERY.model_dump_json(exclude={"history"}))
+    assert len(answered.model_dump_json()) < len(drafted.model_dump_json()) / 2
+
+
+def test_a_drafted_message_is_not_a_final_answer() -> None:
+    with pytest.raises(ValidationError, match="type"):
+        QueryAnswered.model_validate_json(
+            DRAFTED.model_dump_json().replace('"draft"', f'"evaluation": {EVALUATION.model_dump_json()}, "draft"')
+        )
 
 
 def test_a_chunk_payload_round_trips_through_the_store_format_into_a_passage() -> None:

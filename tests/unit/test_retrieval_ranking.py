@@ -5,8 +5,18 @@ from __future__ import annotations
 import pytest
 
 from rag_common.vectors import Hit
-from rag_retriever.ranking import downweight_boilerplate, fuse, keyword_query, mmr, split_question
-from rag_retriever.rerank import LexicalReranker, make_reranker
+from rag_retriever.ranking import (
+    cover_parts,
+    downweight_boilerplate,
+    fuse,
+    keyword_query,
+    mmr,
+    named_source,
+    prefer_named_source,
+    split_question,
+    title_words,
+)
+from rag_retriever.rerank import HeadingReranker, LexicalReranker, make_reranker
 
 pytestmark = pytest.mark.unit
 
@@ -97,3 +107,94 @@ def test_lexical_reranker_lifts_the_section_whose_heading_names_the_question() -
 def test_no_reranker_when_off() -> None:
     assert make_reranker("off", 0.5, 0.3) is None
     assert isinstance(make_reranker("lexical", 0.5, 0.3), LexicalReranker)
+    assert isinstance(make_reranker("heading", 0.5, 0.3), HeadingReranker)
+
+
+def test_heading_reranker_lifts_the_heading_the_question_covers_and_ignores_single_words() -> None:
+    sibling = hit("m.md", 0.033, section="Crafting effective examples for prompts")
+    asked = hit("m.md", 0.031, section="Why use examples?", index=1)
+    loose = hit("n.md", 0.032, section="Examples")  # one shared word is no evidence
+    bare = hit("p.pdf", 0.020, section="")
+    ranked = HeadingReranker(0.5).rerank("Why use examples when prompting?", [sibling, loose, asked, bare])
+    assert [h.payload["source"] for h in ranked][:2] == ["m.md", "m.md"]
+    assert ranked[0].payload["section"] == "Why use examples?"
+    assert ranked[-1].payload["source"] == "p.pdf"
+    assert HeadingReranker(0.5).rerank("anything", []) == []
+
+
+def test_title_words_come_from_the_file_name_only() -> None:
+    assert title_words("docs/x/Northwind_Health_Plus_Benefits_Details.pdf") == {
+        "northwind",
+        "health",
+        "plus",
+        "benefits",
+        "details",
+    }
+    assert title_words("sales-brochure-2025.pdf") == {"sales", "brochure"}
+
+
+PLUS = "Northwind_Health_Plus_Benefits_Details.pdf"
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("What does the Pro plan cost according to the community forum?", "community-forum.md"),
+        ("Is acupuncture covered by Northwind Health Plus?", PLUS),
+        ("Are eye exams covered in the Northwind Standard Benefits?", "Northwind_Standard_Benefits_Details.pdf"),
+        ("Are eye exams covered by the Northwind Standard plan?", None),  # two words after "by": too few
+        ("How are input deltas streamed with tool use?", None),  # a topic after "with", not a document
+        ("Which Northwind plan covers hearing aids?", None),  # one title word names neither booklet
+        ("How much does the Pro plan cost?", None),
+        ("Why is the timeline view broken and not loading?", None),  # a topic, not a cited document
+        (
+            "How do I claim under the Northwind_Health_Plus_Benefits_Details.pdf?",
+            "Northwind_Health_Plus_Benefits_Details.pdf",
+        ),
+    ],
+)
+def test_a_source_is_named_by_most_of_its_title(question: str, named: str | None) -> None:
+    sources = [
+        "community-forum.md",
+        "pricing.md",
+        "Northwind_Health_Plus_Benefits_Details.pdf",
+        "Northwind_Standard_Benefits_Details.pdf",
+        "timeline-view.md",
+        "tool-use.md",
+    ]
+    assert named_source(question, sources) == named
+
+
+def test_two_sources_named_equally_name_neither() -> None:
+    assert (
+        named_source(
+            "Is it according to prompt caching or according to tool use?", ["prompt-caching.md", "tool-use.md"]
+        )
+        is None
+    )
+
+
+def test_the_named_sources_passages_come_first_in_their_order() -> None:
+    hits = [
+        hit("pricing.md", 0.9, section="Plans"),
+        hit("community-forum.md", 0.8, section="Pricing thread"),
+        hit("faq.md", 0.7),
+        hit("community-forum.md", 0.3, section="Account help thread", index=1),
+    ]
+    ranked = prefer_named_source("What does the Pro plan cost according to the community forum?", hits)
+    assert [(h.payload["source"], h.score) for h in ranked] == [
+        ("community-forum.md", 0.8),
+        ("community-forum.md", 0.3),
+        ("pricing.md", 0.9),
+        ("faq.md", 0.7),
+    ]
+    assert prefer_named_source("How much does the Pro plan cost?", hits) == hits
+
+
+def test_cover_parts_adds_a_missing_parts_best_section_at_rank_three() -> None:
+    whole = [hit("a.md", 0.9, section="A"), hit("b.md", 0.8, section="B"), hit("c.md", 0.7, section="C")]
+    first_part = [hit("a.md", 0.9, section="A")]  # already in the top: nothing changes for it
+    second_part = [hit("d.md", 0.6, section="D"), hit("a.md", 0.5, section="A")]
+    ranked = cover_parts(whole, [first_part, second_part], limit=3)
+    assert [h.payload["source"] for h in ranked] == ["a.md", "b.md", "d.md"]
+    assert cover_parts(whole, [first_part], limit=3) == whole

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from faststream.nats.security import NatsUserPassword
+from pydantic import ValidationError
 
 from rag_common.runner import load_settings
 from rag_common.settings import StoreSettings
@@ -52,6 +53,16 @@ def test_explicit_qdrant_path_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("QDRANT_PATH", str(tmp_path / "elsewhere"))
     assert StoreSettings().resolved_qdrant_path == tmp_path / "elsewhere"
+
+
+def test_the_embedded_backend_is_chosen_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAG_VECTOR_BACKEND", raising=False)
+    assert StoreSettings().vector_backend == "edge"
+    monkeypatch.setenv("RAG_VECTOR_BACKEND", "local")
+    assert StoreSettings().vector_backend == "local"
+    monkeypatch.setenv("RAG_VECTOR_BACKEND", "lance")
+    with pytest.raises(ValidationError, match="RAG_VECTOR_BACKEND"):
+        StoreSettings()
 
 
 def test_an_empty_secret_template_stops_the_service_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.http_api import Answer
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswer, Turn
+from rag_common.messages import AnswerDelta, AnswerError, QueryAnswered, Turn
 from rag_common.sessions import ANSWER_CHARS
 from rag_gateway.access import Authenticated, authenticate
 from rag_gateway.answers import Pending
@@ -143,8 +143,8 @@ async def check_model(gateway: Gateway, principal: Principal, model: str) -> Non
         raise ApiError(404, "model_not_found", message, param="model")
 
 
-def usage_of(answer: QueryAnswer) -> CompletionUsage:
-    usage = answer.usage
+def usage_of(answered: QueryAnswered) -> CompletionUsage:
+    usage = answered.draft.usage
     return CompletionUsage(
         prompt_tokens=usage.input_tokens,
         completion_tokens=usage.output_tokens,
@@ -200,14 +200,14 @@ async def chat_completions(
     if body.stream:
         stream = chunks(gateway, request, pending, rid, body.model, started)
         return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    answer = await final_answer(gateway, pending, rid)
+    answered = await final_answer(gateway, pending, rid)
     return ChatCompletion(
         id=f"chatcmpl-{rid}",
         created=int(time.time()),
         model=body.model,
-        choices=[Choice(message=AssistantMessage(content=answer.answer))],
-        usage=usage_of(answer),
-        rag=Answer.model_validate(answer_body(answer, started, gateway, request)),
+        choices=[Choice(message=AssistantMessage(content=answered.draft.answer))],
+        usage=usage_of(answered),
+        rag=Answer.model_validate(answer_body(answered, started, gateway, request)),
     )
 
 
@@ -258,8 +258,8 @@ async def chunks(
                 yield stream_error(event.status, event.code, event.message, rid)
                 break
             else:
-                if not streamed and event.answer:  # canned and refused answers come whole
-                    yield chunk(rid, model, created, {"content": event.answer})
+                if not streamed and event.draft.answer:  # canned and refused answers come whole
+                    yield chunk(rid, model, created, {"content": event.draft.answer})
                 rag = answer_body(event, started, gateway, request)
                 usage = usage_of(event).model_dump()
                 yield chunk(rid, model, created, {}, finish_reason="stop", usage=usage, rag=rag)

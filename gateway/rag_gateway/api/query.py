@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_common import subjects
 from rag_common.http_api import Answer
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswer, QueryRequested, Turn
+from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
 from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
@@ -27,9 +27,6 @@ from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
-
-# Fields of the final message that are plumbing, not part of the HTTP contract.
-INTERNAL_FIELDS = {"type"}
 
 
 class QueryIn(BaseModel):
@@ -78,17 +75,18 @@ async def conversation(gateway: Gateway, body: QueryIn) -> list[Turn] | None:
         raise ApiError(409, "session_collection_mismatch", str(exc)) from None
 
 
-async def remember(gateway: Gateway, body: QueryIn, rid: str, answer: QueryAnswer) -> None:
+async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAnswered) -> None:
     """Record an answered turn of a conversation; a blocked injection attempt is not carried on."""
     if body.session_id is None or gateway.sessions is None:
         return
-    if answer.flags.get("injection_suspected") and answer.flags.get("refused"):
+    flags = answered.evaluation.flags
+    if flags.get("injection_suspected") and flags.get("refused"):
         return
     turn = Turn(
         question=body.question,
-        answer=answer.answer,
-        rewritten_question=answer.rewritten_question,
-        sources=list(dict.fromkeys(c.source for c in answer.citations)),
+        answer=answered.draft.answer,
+        rewritten_question=answered.retrieval.rewritten_question,
+        sources=list(dict.fromkeys(c.source for c in answered.citations)),
     )
     try:
         await gateway.sessions.record(body.session_id, body.collection, rid, turn)
@@ -167,16 +165,18 @@ async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Eve
         raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s") from None
 
 
-def answer_body(answer: QueryAnswer, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
-    body = answer.model_dump(exclude=INTERNAL_FIELDS)
+def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
+    """The HTTP body of a final answer (made from its parts by ``Answer.of`` alone), with the client's
+    label and the total time as the gateway saw it; the answer is counted in the metrics."""
+    body = Answer.of(answered).model_dump()
     body.update(client_label(request))
     body["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
-    metrics = gateway.metrics
-    metrics.queries.labels("refused" if answer.flags.get("refused") else "answered", answer.route.tier).inc()
-    for flag, raised in answer.flags.items():
+    metrics, flags = gateway.metrics, answered.evaluation.flags
+    metrics.queries.labels("refused" if flags.get("refused") else "answered", answered.route.tier).inc()
+    for flag, raised in flags.items():
         if raised:
             metrics.flags.labels(flag).inc()
-    for stage, ms in answer.timings_ms.items():
+    for stage, ms in answered.timings_ms.items():
         metrics.stage_ms.labels(stage).observe(ms / 1000)
     return body
 
@@ -185,7 +185,7 @@ def raise_for(error: AnswerError) -> None:
     raise ApiError(error.status, error.code, error.message)
 
 
-async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAnswer:
+async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAnswered:
     """Wait for the final answer of a non-streaming request (token deltas are skipped).
 
     An error event raises it as the HTTP error; 504 after the query timeout; either way the hub
@@ -197,7 +197,7 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
             event = await next_event(gateway, pending, deadline)
             if isinstance(event, AnswerError):
                 raise_for(event)
-            if isinstance(event, QueryAnswer):
+            if isinstance(event, QueryAnswered):
                 return event
     finally:
         gateway.hub.close(rid)

@@ -30,7 +30,7 @@ from rag_common.messages import (
     DeadLetter,
     DeleteRequested,
     IngestRequested,
-    QueryAnswer,
+    QueryAnswered,
     QueryDrafted,
     QueryRequested,
     QueryRetrieved,
@@ -124,7 +124,7 @@ CHANNELS: tuple[Channel, ...] = (
     ),
     Channel(
         f"{ANSWER}.final",
-        QueryAnswer,
+        QueryAnswered,
         "evaluator",
         "gateway",
         "The final answer with its flags: the body of POST /v1/query (core NATS).",

@@ -4,15 +4,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AliasGenerator, AliasPath, BaseModel, ConfigDict, Field
 
-from rag_common.messages import DocumentState, DocumentStatus, Passage, Route, Usage
+from rag_common.messages import DocumentState, DocumentStatus, Passage, QueryAnswered, Route, Usage
+
+# Where each field of the answer body is in the final message's parts (``QueryAnswered``); the
+# fields not listed (citations, route, timings_ms) have the same name there.
+ANSWER_PARTS: dict[str, tuple[str, str]] = {
+    "request_id": ("query", "request_id"),
+    "answer": ("draft", "answer"),
+    "model": ("draft", "model"),
+    "passages": ("retrieval", "passages"),
+    "flags": ("evaluation", "flags"),
+    "flag_details": ("evaluation", "details"),
+    "flagged": ("evaluation", "flagged"),
+    "usage": ("draft", "usage"),
+    "trace_id": ("query", "trace_id"),
+    "collection": ("query", "collection"),
+    "session_id": ("query", "session_id"),
+    "rewritten_question": ("retrieval", "rewritten_question"),
+}
 
 
+def _flat_or_part(name: str) -> str | AliasChoices:
+    """A field is read by its own name (a flat body, as clients receive it), else from its part."""
+    return AliasChoices(name, AliasPath(*ANSWER_PARTS[name])) if name in ANSWER_PARTS else name
+
+
+# The gateway makes the answer body from the final message in one place, ``Answer.of``, which reads
+# each field where ``ANSWER_PARTS`` says (no copy by hand). A flat body, as every client receives it
+# (``POST /v1/query``, the stream's ``done`` event, the ``rag`` field of the OpenAI-compatible API),
+# validates by the field names as usual. The docstring is the OpenAPI description: for clients.
 class Answer(BaseModel):
     """The body of ``POST /v1/query`` and the ``done`` event of ``POST /v1/query/stream``."""
 
-    model_config = ConfigDict(extra="allow")  # a newer gateway may add fields; an older client keeps them
+    model_config = ConfigDict(
+        extra="allow",  # a newer gateway may add fields; an older client keeps them
+        alias_generator=AliasGenerator(validation_alias=_flat_or_part),
+    )
 
     request_id: str
     answer: str = Field(description="the answer text; citations appear as [n]")
@@ -29,6 +58,12 @@ class Answer(BaseModel):
     collection: str = "default"
     session_id: str | None = None
     rewritten_question: str | None = Field(None, description="a follow-up made standalone from the conversation")
+
+    @classmethod
+    def of(cls, answered: QueryAnswered) -> Answer:
+        """The body of a final answer: its parts read by attribute (``citations`` is the message's
+        own property), passages and route as they are."""
+        return cls.model_validate(answered, from_attributes=True)
 
 
 class ErrorDetail(BaseModel):

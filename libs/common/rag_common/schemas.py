@@ -27,7 +27,7 @@ from rag_common.messages import (
     DeleteRequested,
     DocumentStatus,
     IngestRequested,
-    QueryAnswer,
+    QueryAnswered,
     QueryDrafted,
     QueryRequested,
     QueryRetrieved,
@@ -46,7 +46,7 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     QueryRouted,
     QueryRetrieved,
     QueryDrafted,
-    QueryAnswer,
+    QueryAnswered,
     AnswerDelta,
     AnswerError,
 )

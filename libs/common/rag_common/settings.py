@@ -7,6 +7,7 @@ each service's own settings carry its prefix (``RAG_ROUTER_``, ``RAG_GATEWAY_``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -127,6 +128,11 @@ class StoreSettings(ServiceSettings):
     qdrant_url: str | None = Field(None, validation_alias=_env("QDRANT_URL"))
     qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
     qdrant_path: Path | None = Field(None, validation_alias=_env("QDRANT_PATH"))
+    vector_backend: Literal["local", "edge"] = Field(
+        "edge",
+        validation_alias=_env("RAG_VECTOR_BACKEND"),
+        description="embedded store without QDRANT_URL: edge (Qdrant Edge) or local (qdrant-client local mode)",
+    )
     model_dir: Path | None = Field(None, validation_alias=_env("RAG_MODEL_DIR"))
 
     @field_validator("qdrant_api_key")

@@ -1,7 +1,10 @@
 """The vector store: one Qdrant collection per user collection, dense + BM25 vectors per chunk.
 
-Local mode (``path=``) allows a single client per folder, so a process shares one ``VectorStore``
-per location; with ``QDRANT_URL`` any number of processes talk to a Qdrant server.
+Three backends behind one set of operations (``Store``): a Qdrant server (``QDRANT_URL``, any
+number of processes), Qdrant Edge (``RAG_VECTOR_BACKEND=edge``, the default: Qdrant's Rust shard in
+the process; ``rag_common.edge``) and qdrant-client's local mode (``RAG_VECTOR_BACKEND=local``,
+Python scoring).
+The two embedded ones allow a single opener per folder, so a process shares one store per location.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from qdrant_client import QdrantClient, models
 
 from rag_common.embedding import DENSE_DIM, SparseVector
+from rag_common.settings import StoreSettings
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -27,6 +31,11 @@ _POINT_NS = uuid.UUID("6f1d7c1e-3c55-4f4e-9b59-2f2f3c4a9d10")
 
 def qdrant_collection(collection: str) -> str:
     return f"rag_{collection}"
+
+
+def point_id(document_id: str, version: str, chunk_index: int) -> str:
+    """The id of one chunk of one version of a document (the same in every backend)."""
+    return str(uuid.uuid5(_POINT_NS, f"{document_id}:{version}:{chunk_index}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,41 @@ class Hit:
     similarity: float
     payload: dict[str, Any]
     dense: list[float] | None = None  # the chunk's dense vector, for diversity (MMR) in the retriever
+
+
+class Store(Protocol):
+    """What the services use of a vector store; ``VectorStore`` and ``EdgeStore`` both provide it."""
+
+    def ping(self) -> bool: ...
+    def collection_exists(self, collection: str) -> bool: ...
+    def ensure_collection(self, collection: str) -> None: ...
+    def document_version(self, collection: str, document_id: str) -> str | None: ...
+    def document_state(self, collection: str, document_id: str) -> IndexedDocument: ...
+    def replace_document(
+        self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]
+    ) -> None: ...
+    def version_state(self, collection: str, document_id: str, version: str) -> VersionState: ...
+    def drop_other_versions(self, collection: str, document_id: str, version: str) -> None: ...
+    def delete_document(self, collection: str, document_id: str) -> None: ...
+    def hybrid_search(
+        self,
+        collection: str,
+        dense: list[float],
+        sparse: SparseVector,
+        *,
+        limit: int,
+        prefetch_limit: int,
+        rrf_k: int,
+        filters: dict[str, Any] | None = None,
+        weights: tuple[float, float] | None = None,
+        fusion: str = "rrf",
+    ) -> list[Hit]: ...
+    def fetch_chunks(
+        self, collection: str, keys: Sequence[tuple[str, str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]: ...
+    def count(self, collection: str) -> int: ...
+    def best_similarities(self, collection: str, vectors: Sequence[list[float]]) -> list[float]: ...
+    def close(self) -> None: ...
 
 
 class VectorStore:
@@ -140,7 +184,7 @@ class VectorStore:
         name = qdrant_collection(collection)
         points = [
             models.PointStruct(
-                id=str(uuid.uuid5(_POINT_NS, f"{document_id}:{version}:{c.chunk_index}")),
+                id=point_id(document_id, version, c.chunk_index),
                 vector={
                     DENSE: c.dense,
                     SPARSE: models.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
@@ -265,7 +309,7 @@ class VectorStore:
         chunk_index); a chunk that does not exist (before the first, after the last) is absent."""
         if not keys:
             return {}
-        ids = [str(uuid.uuid5(_POINT_NS, f"{d}:{v}:{i}")) for d, v, i in keys]
+        ids = [point_id(d, v, i) for d, v, i in keys]
         with self._guard():
             points = self.client.retrieve(qdrant_collection(collection), ids=ids, with_payload=True)
         found: dict[tuple[str, int], dict[str, Any]] = {}
@@ -309,17 +353,34 @@ def build_filter(filters: dict[str, Any]) -> models.Filter | None:
 
 _stores_lock = threading.Lock()
 
+Backend = Literal["local", "edge"]
+EDGE_FOLDER = "edge"  # the Edge shards' folder inside the store path, beside local mode's files
+
 
 @cache
-def _open(url: str | None, path: str | None, api_key: str | None) -> VectorStore:
+def _open(url: str | None, path: str | None, api_key: str | None, backend: Backend) -> Store:
     if url:
         return VectorStore(QdrantClient(url=url, api_key=api_key), local=False)
     assert path is not None
+    if backend == "edge":
+        from rag_common.edge import EdgeStore  # the Rust engine loads only when chosen
+
+        folder = Path(path) / EDGE_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        return EdgeStore(folder)
     Path(path).mkdir(parents=True, exist_ok=True)
     return VectorStore(QdrantClient(path=path), local=True)
 
 
-def open_store(url: str | None, path: Path | None, api_key: str | None = None) -> VectorStore:
-    """The process-wide store for a location: a Qdrant server (``url``) or a local folder (``path``)."""
+def open_store(url: str | None, path: Path | None, api_key: str | None = None, backend: Backend = "edge") -> Store:
+    """The process-wide store for a location: a Qdrant server (``url``), else the embedded
+    ``backend`` in a local folder (``path``)."""
     with _stores_lock:
-        return _open(url, str(path.resolve()) if path and not url else None, api_key)
+        return _open(url, str(path.resolve()) if path and not url else None, api_key, backend if not url else "local")
+
+
+def configured_store(settings: StoreSettings, path: Path | None = None) -> Store:
+    """The store a service's settings name (``path`` overrides the settings' folder)."""
+    return open_store(
+        settings.qdrant_url, path or settings.resolved_qdrant_path, settings.qdrant_api_key, settings.vector_backend
+    )

@@ -1,39 +1,61 @@
 """``python -m rag_devrun``: the one-command local system (what ``make run`` starts).
 
 Starts NATS if none is reachable, every service and the gateway on :8000 with an embedded
-Qdrant, loads the sample corpus, and serves until Ctrl-C.
+Qdrant, loads the sample corpus, and serves until Ctrl-C. ``--processes`` runs one process per
+service instead of all in this one (``make run-processes``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 from pathlib import Path
 
 import httpx
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_common.runner import configure_logging, load_settings
 from rag_devrun.corpus import load_corpus
+from rag_devrun.natsserver import ensure_nats
+from rag_devrun.processes import Cluster
+from rag_devrun.settings import DevRunSettings
 from rag_devrun.stack import Stack, StackOptions
+from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.devrun")
+READY_TIMEOUT_S = 180.0  # every process loads its settings and the embedding model on a slow machine
 
 
-class DevRunSettings(BaseSettings):
-    """The dev runner's defaults, from the same variables the services read (flags override them)."""
+async def load_sample(base_url: str, corpus: str, settings: DevRunSettings) -> None:
+    """Upload the sample corpus through the HTTP API and wait until it is indexed."""
+    admin_key = settings.admin_key.get_secret_value()
+    headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, headers=headers) as client:
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+        def progress(done: int, total: int) -> None:
+            print(f"\rloading sample corpus: {done}/{total} documents", end="", flush=True)
 
-    data_dir: Path = Field(Path("data"), validation_alias=AliasChoices("RAG_DATA_DIR"))
-    host: str = Field("127.0.0.1", validation_alias=AliasChoices("RAG_GATEWAY_HOST"))
-    port: int = Field(8000, validation_alias=AliasChoices("RAG_GATEWAY_PORT"))
-    sample_corpus: str = Field("samples/orbitly/corpus", validation_alias=AliasChoices("RAG_SAMPLE_CORPUS"))
-    # With RAG_GATEWAY_AUTH=on the corpus is loaded with the admin key.
-    admin_key: SecretStr = Field(SecretStr(""), validation_alias=AliasChoices("RAG_GATEWAY_ADMIN_KEY"))
-    log_level: str = Field("INFO", validation_alias=AliasChoices("RAG_LOG_LEVEL"))
+        result = await load_corpus(client, Path(corpus), progress=progress)
+        print()
+        log.info(
+            "sample corpus: %d documents, %d chunks, %d failed, %.1fs",
+            len(result.statuses),
+            result.chunks,
+            len(result.failed),
+            result.seconds,
+        )
+
+
+def say_ready(base_url: str, settings: DevRunSettings) -> None:
+    auth = ' -H "Authorization: Bearer $RAG_GATEWAY_ADMIN_KEY"' if settings.admin_key.get_secret_value() else ""
+    print(
+        f"ready: {base_url}  (try: curl -s {base_url}/v1/query{auth} "
+        "-H 'content-type: application/json' "
+        '-d \'{"question": "How much is the Pro plan?"}\')',
+        flush=True,
+    )
 
 
 async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
@@ -41,30 +63,40 @@ async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
     async with Stack(options) as stack:
         log.info("gateway on %s (NATS %s)", stack.base_url, stack.nats_url)
         if args.corpus:
-            admin_key = settings.admin_key.get_secret_value()
-            headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-            async with httpx.AsyncClient(base_url=stack.base_url, timeout=60, headers=headers) as client:
-
-                def progress(done: int, total: int) -> None:
-                    print(f"\rloading sample corpus: {done}/{total} documents", end="", flush=True)
-
-                result = await load_corpus(client, Path(args.corpus), progress=progress)
-                print()
-                log.info(
-                    "sample corpus: %d documents, %d chunks, %d failed, %.1fs",
-                    len(result.statuses),
-                    result.chunks,
-                    len(result.failed),
-                    result.seconds,
-                )
-        auth = ' -H "Authorization: Bearer $RAG_GATEWAY_ADMIN_KEY"' if settings.admin_key.get_secret_value() else ""
-        print(
-            f"ready: {stack.base_url}  (try: curl -s {stack.base_url}/v1/query{auth} "
-            "-H 'content-type: application/json' "
-            '-d \'{"question": "How much is the Pro plan?"}\')',
-            flush=True,
-        )
+            await load_sample(stack.base_url, args.corpus, settings)
+        say_ready(stack.base_url, settings)
         await stack.wait()
+
+
+async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> None:
+    """The same system as one process per service (``rag_devrun.processes``), until Ctrl-C or SIGTERM."""
+    data_dir = Path(args.data_dir)  # absolute: the processes share it
+    url = GatewaySettings().nats_url
+    nats_url, nats_server = await ensure_nats(url, data_dir / "nats")
+    if nats_server:
+        log.info("no NATS at %s: started nats-server at %s", url, nats_url)
+    cluster = Cluster(data_dir, nats_url, args.port, host=args.host, metrics=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        cluster.start_all()
+        seconds = await cluster.wait_ready(READY_TIMEOUT_S)
+        log.info("%d processes ready in %.1fs (logs in %s)", len(cluster.procs), seconds, cluster.logs)
+        if args.corpus:
+            await load_sample(cluster.base_url, args.corpus, settings)
+        say_ready(cluster.base_url, settings)
+        while not stop.is_set():
+            if died := cluster.exited():
+                log.error("process ended: %s (logs in %s); stopping the others", died, cluster.logs)
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+    finally:
+        await asyncio.to_thread(cluster.stop_all)
+        if nats_server:
+            nats_server.stop()
 
 
 if __name__ == "__main__":
@@ -74,5 +106,10 @@ if __name__ == "__main__":
     parser.add_argument("--host", default=defaults.host)
     parser.add_argument("--port", type=int, default=defaults.port)
     parser.add_argument("--corpus", default=defaults.sample_corpus, help="folder loaded at start ('' to skip)")
+    parser.add_argument(
+        "--processes", action="store_true", help="one process per service: store, router, generator, evaluator, gateway"
+    )
     configure_logging(defaults.log_level)
-    asyncio.run(main(parser.parse_args(), defaults))
+    arguments = parser.parse_args()
+    arguments.data_dir = str(Path(arguments.data_dir).resolve())
+    asyncio.run((main_processes if arguments.processes else main)(arguments, defaults))

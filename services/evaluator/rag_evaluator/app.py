@@ -11,13 +11,13 @@ from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
 from rag_common import subjects
-from rag_common.messages import QueryAnswer, QueryDrafted
+from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer
 from rag_common.transport.service import create_service, register_ping
-from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, Evaluation, evaluate
+from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
@@ -39,6 +39,7 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
         read_all=draft.model not in NOT_A_MODEL,
+        refusal_reason=draft.refusal_reason,
     )
 
 
@@ -80,30 +81,6 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
         )
 
 
-def final_answer(drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswer:
-    query, draft, retrieval = drafted.query, drafted.draft, drafted.retrieval
-    details = dict(evaluation.details)
-    if draft.refused and draft.refusal_reason:
-        details["refused"] = draft.refusal_reason
-    return QueryAnswer(
-        request_id=query.request_id,
-        answer=draft.answer,
-        model=draft.model,
-        citations=drafted.citations,
-        passages=retrieval.passages,
-        route=drafted.route,
-        flags=evaluation.flags,
-        flag_details=details,
-        flagged=evaluation.flagged,
-        usage=draft.usage,
-        timings_ms=drafted.timings_ms,
-        trace_id=query.trace_id,
-        collection=query.collection,
-        session_id=query.session_id,
-        rewritten_question=retrieval.rewritten_question,
-    )
-
-
 def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> NatsBroker:
     broker = make_broker(settings, telemetry)
     flags_total = Counter(
@@ -121,13 +98,12 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
             span.set_attribute("rag.flagged", evaluation.flagged)
             report_failures(drafted, evaluation, span)
         drafted.timings_ms["evaluator"] = timer.ms
-        answer = final_answer(drafted, evaluation)
         for name, raised in evaluation.flags.items():
             if raised:
                 flags_total.labels(name).inc()
         if evaluation.flagged:
             flagged_total.inc()
-        await publish_answer(broker, drafted.query, answer)
+        await publish_answer(broker, QueryAnswered.of(drafted, evaluation))
 
     register_query_stage(
         broker,

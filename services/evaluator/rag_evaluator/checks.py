@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rag_common.citations import CITATION, cited_numbers
 from rag_common.conflicts import Conflict, find_conflicts
 from rag_common.injection import strip_spans
-from rag_common.messages import Passage
+from rag_common.messages import Evaluation, Passage
 
 FLAG_NAMES = (
     "refused",
@@ -36,15 +36,6 @@ MARGINAL_BELOW = 0.67
 def clean_text(passage: Passage) -> str:
     """A passage's text without its planted instructions (marked at ingest): evidence of nothing."""
     return strip_spans(passage.text, passage.injection_spans) if passage.injection_spans else passage.text
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Flags for one answer; `details` explains each raised flag for `flag_details`."""
-
-    flags: dict[str, bool]
-    details: dict[str, object]
-    flagged: bool
 
 
 # --- citations ---------------------------------------------------------------------------------
@@ -182,6 +173,7 @@ def evaluate(
     suspicions: Sequence[str] = (),
     low_confidence: str | None = None,
     read_all: bool = False,
+    refusal_reason: str | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
@@ -192,7 +184,8 @@ def evaluate(
     Planted instructions never count as a source's statement. A passage holding one raises
     `injection_suspected` when the answer drew on it: cited it, or, with `read_all` (a model
     answered), was given it at all; so does a stage's suspicion (`suspicions`). `low_confidence` is the
-    retriever's reason when the passages only just passed the collection's threshold.
+    retriever's reason when the passages only just passed the collection's threshold;
+    `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
@@ -230,6 +223,8 @@ def evaluate(
             reasons.append(f"the weakest sentence is only marginally supported ({weakest.share:.2f} of its words)")
         if reasons:
             flags["low_confidence"], details["low_confidence"] = True, "; ".join(reasons)
+    if refused and refusal_reason:
+        details["refused"] = refusal_reason
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
 
 

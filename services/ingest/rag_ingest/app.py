@@ -29,7 +29,7 @@ from rag_common.transport.buckets import open_buckets
 from rag_common.transport.consuming import PermanentError, register_work_queue
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import INGEST_JSTREAM
-from rag_common.vectors import VectorStore, open_store
+from rag_common.vectors import Store, configured_store
 from rag_ingest.parsing import ParseError, UnsupportedFileType
 from rag_ingest.pipeline import TooManyChunks, index_document, index_version
 from rag_ingest.settings import IngestSettings
@@ -43,7 +43,7 @@ class Ingestor:
     """The ingest handlers' shared state: model, store, buckets."""
 
     embedder: Embedder
-    store: VectorStore
+    store: Store
     objects: Any
     status: StatusStore
 
@@ -196,7 +196,7 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
 
     async def load() -> None:
         ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-        ingestor.store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
+        ingestor.store = configured_store(settings)
 
     async def connected() -> None:
         objects, kv = await open_buckets(broker, settings)

@@ -13,7 +13,7 @@ from rag_common.documents import stored_version
 from rag_common.embedding import Embedder
 from rag_common.injection import find_instruction_spans
 from rag_common.messages import ChunkPayload, IngestRequested
-from rag_common.vectors import ChunkRecord, VectorStore
+from rag_common.vectors import ChunkRecord, Store
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.parsing import parse_document
 from rag_ingest.settings import IngestSettings
@@ -175,7 +175,7 @@ def index_document(
     request: IngestRequested,
     data: bytes,
     embedder: Embedder,
-    store: VectorStore,
+    store: Store,
     settings: IngestSettings,
     tracer: trace.Tracer = _NO_TRACING,
 ) -> IndexResult:

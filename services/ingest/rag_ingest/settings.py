@@ -20,7 +20,7 @@ class IngestSettings(StoreSettings):
         2000, ge=512, le=16000, description="characters per chunk, whatever the tokenizer counts (e.g. [UNK] runs)"
     )
     context_headers: Literal["off", "path", "fallback", "title"] = Field(
-        "path",
+        "title",
         description="put before each chunk's embedded and BM25-indexed text: nothing, its heading path, "
         "or the document title and heading path (the stored and quoted text is never changed)",
     )
@@ -28,7 +28,7 @@ class IngestSettings(StoreSettings):
         True, description="mark link-only and 'Next steps'-style chunks so the retriever ranks them lower"
     )
     pdf_headings: bool = Field(
-        False, description="PDF: headings found inside pages and carried over to the next page, not only a first line"
+        True, description="PDF: headings found inside pages and carried over to the next page, not only a first line"
     )
     code_comment_headings: bool = Field(
         False,

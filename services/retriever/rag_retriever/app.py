@@ -21,14 +21,16 @@ from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import PermanentError, register_query_stage
 from rag_common.transport.publishing import publish_stage
 from rag_common.transport.service import create_service, register_ping
-from rag_common.vectors import Hit, VectorStore, open_store
+from rag_common.vectors import Hit, Store, configured_store
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import (
+    cover_parts,
     downweight_boilerplate,
     fuse,
     keyword_query,
     mmr,
     penalize_used,
+    prefer_named_source,
     section_units,
     split_question,
 )
@@ -44,7 +46,7 @@ log = logging.getLogger("rag.retriever")
 class Retriever:
     """Search for one question; blocking work runs in a thread so the event loop stays free."""
 
-    def __init__(self, settings: RetrieverSettings, embedder: Embedder, store: VectorStore) -> None:
+    def __init__(self, settings: RetrieverSettings, embedder: Embedder, store: Store) -> None:
         self.settings = settings
         self.embedder = embedder
         self.store = store
@@ -125,7 +127,16 @@ class Retriever:
         limit = max(s.top_k, s.candidates if (s.diversify_sections or s.mmr) else 0)
         dense, hits = self.search(collection, text, filters, limit)
         parts = split_question(question) if s.split_questions else []
-        if parts:
+        part_rankings: list[list[Hit]] = []
+        if parts and s.split_mode == "cover":
+            part_rankings = [
+                [  # similarity stays the cosine to the whole question: the relevance threshold is about it
+                    replace(h, similarity=sum(a * b for a, b in zip(dense, h.dense, strict=False))) if h.dense else h
+                    for h in self.search(collection, part, filters, limit)[1][:1]
+                ]
+                for part in parts
+            ]
+        elif parts:
             rankings = [hits] + [self.search(collection, part, filters, limit)[1] for part in parts]
             fused = fuse(rankings, s.rrf_k)
             # similarity stays the cosine to the whole question: the relevance threshold is about it
@@ -140,9 +151,14 @@ class Retriever:
         hits = downweight_boilerplate(hits, s.boilerplate_weight)
         if used and s.usage_penalty < 1.0:
             hits = penalize_used(hits, used, s.usage_penalty)
+        if s.named_source_first:
+            hits = prefer_named_source(question, hits)
         if s.mmr:
             return mmr(hits, s.top_k, s.mmr_lambda)
-        return diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
+        top = diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
+        if part_rankings:
+            top = cover_parts(top, part_rankings, s.top_k)
+        return top
 
     def retrieve(self, routed: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
         query = routed.query
@@ -234,7 +250,7 @@ def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None =
 
     async def load() -> None:
         embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
-        store = open_store(settings.qdrant_url, settings.resolved_qdrant_path, settings.qdrant_api_key)
+        store = configured_store(settings)
         state["retriever"] = Retriever(settings, embedder, store)
 
     return create_service(build_broker(settings, telemetry, state), settings, telemetry, load=load)

@@ -1,8 +1,9 @@
 """Ranking steps between the fused search hits and the passages (pure functions, no I/O).
 
 Each step is switched by a retriever setting and measured in docs/EVALUATION.md: boilerplate
-down-weighting, maximal marginal relevance (MMR), splitting two-part questions and fusing their
-rankings, and the keyword query for the sparse (BM25) side.
+down-weighting, maximal marginal relevance (MMR), splitting two-part questions (fusing their
+rankings, or covering each part's best section), the keyword query for the sparse (BM25) side,
+and putting first the document a question names by its title.
 """
 
 from __future__ import annotations
@@ -92,6 +93,24 @@ def split_question(question: str, min_words: int = 3) -> list[str]:
     return []
 
 
+def cover_parts(ranked: Sequence[Hit], parts: Sequence[Sequence[Hit]], limit: int, at: int = 2) -> list[Hit]:
+    """The whole question's top ``limit``, changed only so that each part's best section is in it.
+
+    A part's best hit whose (source, section, page) is not among the first ``limit`` goes in at
+    rank ``at + 1`` (the next one after it), pushing the rest down; so the first
+    ranks stay the whole question's and a two-part question gets both parts' evidence.
+    """
+    top = list(ranked[:limit])
+    added = 0
+    for part in parts:
+        if not part or any(_section(h) == _section(part[0]) for h in top):
+            continue
+        top.insert(min(at + added, len(top)), part[0])
+        top = top[:limit]
+        added += 1
+    return top
+
+
 def fuse(rankings: Sequence[Sequence[Hit]], rrf_k: int, weights: Sequence[float] | None = None) -> list[Hit]:
     """Reciprocal rank fusion of several ranked hit lists (one chunk counted once, best payload kept)."""
     scores: dict[tuple[str, int], float] = {}
@@ -159,3 +178,78 @@ def penalize_used(hits: Sequence[Hit], used: dict[str, int], factor: float) -> l
         for h in hits
     ]
     return sorted(scored, key=lambda h: h.score, reverse=True)
+
+
+_TITLE_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def title_words(source: str) -> frozenset[str]:
+    """The words of a source's file name ("Northwind_Health_Plus_Benefits_Details.pdf" → northwind,
+    health, plus, benefits, details), folders, extension, numbers and stop words left out."""
+    stem = source.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+    return frozenset(w for w in _TITLE_SPLIT.split(stem) if len(w) > 1 and not w.isdigit() and w not in STOPWORDS)
+
+
+_CUES = frozenset("according in from under by per within for with of".split())
+_ARTICLES = frozenset("the our your a an this that".split())
+_FILE_WORDS = frozenset("pdf md txt markdown docx".split())
+
+
+def named_source(question: str, sources: Sequence[str]) -> str | None:
+    """The one source the question names by its title after a preposition ("according to the
+    community forum", "with Northwind Health Plus", "in the Northwind Standard Benefits Details"),
+    or None.
+
+    After each cue word (and an article), the run of consecutive words that are title words of a
+    source counts for that source. A source is named when that run holds at least half of its title
+    words and at least three of them, or two after "according to"; and no other source's run is as
+    long. So "Northwind" alone names neither Northwind booklet; a topic that is also a file name
+    names nothing without a cue ("why is the timeline view broken"), nor after a plain preposition
+    when it is short ("streaming with tool use", "available in Claude.ai": measured, on
+    anthropic-docs such topics are what is asked about, not where to look).
+    """
+    words = [w for w in _TITLE_SPLIT.split(question.lower()) if w]
+    starts: list[tuple[int, int]] = []  # (first word after the cue, title words the run needs)
+    for i, word in enumerate(words):
+        if word in _CUES:
+            j, needed = i + 1, 3
+            if word == "according" and j < len(words) and words[j] == "to":
+                j, needed = j + 1, 2
+            while j < len(words) and words[j] in _ARTICLES:
+                j += 1
+            starts.append((j, needed))
+    if not starts:
+        return None
+    best: str | None = None
+    best_count, tie = 0, False
+    for source in dict.fromkeys(sources):
+        title = title_words(source)
+        count = 0
+        for j, needed in starts:
+            seen: set[str] = set()
+            while j < len(words) and (words[j] in title or words[j] in _FILE_WORDS or words[j].isdigit()):
+                if words[j] in title:
+                    seen.add(words[j])
+                j += 1
+            if len(seen) >= needed and len(seen) * 2 >= len(title):
+                count = max(count, len(seen))
+        if not count:
+            continue
+        if count > best_count:
+            best, best_count, tie = source, count, False
+        elif count == best_count:
+            tie = True
+    return None if tie else best
+
+
+def prefer_named_source(question: str, hits: Sequence[Hit]) -> list[Hit]:
+    """The candidates of the source the question names first (in their order), then the rest.
+
+    "What does the Pro plan cost according to the community forum?" is about what the forum says:
+    the pricing page, however similar, must not outrank the forum's passages.
+    """
+    source = named_source(question, [str(h.payload.get("source", "")) for h in hits])
+    if source is None:
+        return list(hits)
+    named = [h for h in hits if h.payload.get("source") == source]
+    return named + [h for h in hits if h.payload.get("source") != source]

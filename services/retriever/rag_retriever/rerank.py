@@ -1,11 +1,12 @@
 """The reranker stage: reorders the fused candidates before the top_k are picked (pure, no I/O).
 
 ``Reranker`` is the interface a cross-encoder would implement; none can be installed offline here
-(the PyPI packages that bundle one fetch their weights from a model hub at run time), so the one
-implementation is lexical: it adds to each candidate's fused relevance how many of the question's
-content words its heading path and its text contain. A heading that names what was asked ("Why
-use examples?") is strong evidence the dense model cannot see in a 200-token chunk.
-"""
+(the PyPI packages that bundle one fetch their weights from a model hub at run time), so the
+implementations are lexical. ``lexical`` adds to each candidate's fused relevance how many of the
+question's content words its heading path and its text contain; ``heading`` adds how much of the
+chunk's own heading the question covers. A heading that names what was asked ("Why use
+examples?") is strong evidence the dense model cannot see in a 200-token chunk. Both are measured
+in docs/EVALUATION.md and off by default (each loses on one of the sets)."""
 
 from __future__ import annotations
 
@@ -76,8 +77,43 @@ class LexicalReranker:
         return sorted(scored, key=lambda h: h.score, reverse=True)
 
 
+class HeadingReranker:
+    """``score = relevance + heading_weight·coverage``: how much of the chunk's own heading the
+    question covers (its words, stemmed, stop words dropped), counted only when at least two of
+    them are asked.
+
+    Where the lexical reranker asks how many question words a heading holds (so a long heading
+    path or file name collects words by chance), this asks whether the heading is what was asked:
+    "Why use examples?" covers all of "Why use examples?" and half of "Crafting effective
+    examples". Chunks without a heading keep their fused order relative to each other.
+    """
+
+    name = "heading"
+
+    def __init__(self, heading_weight: float = 0.5) -> None:
+        self.heading_weight = heading_weight
+
+    def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        if not hits:
+            return []
+        asked = terms(question)
+        high, low = max(h.score for h in hits), min(h.score for h in hits)
+        span = (high - low) or 1.0
+        scored = []
+        for h in hits:
+            relevance = (h.score - low) / span
+            heading = terms(str(h.payload.get("section") or ""))
+            shared = len(asked & heading)
+            if heading and shared >= 2:
+                relevance += self.heading_weight * shared / len(heading)
+            scored.append(replace(h, score=relevance))
+        return sorted(scored, key=lambda h: h.score, reverse=True)
+
+
 def make_reranker(name: str, heading_weight: float, text_weight: float) -> Reranker | None:
     """The reranker a setting names; ``off`` is none."""
     if name == "lexical":
         return LexicalReranker(heading_weight, text_weight)
+    if name == "heading":
+        return HeadingReranker(heading_weight)
     return None

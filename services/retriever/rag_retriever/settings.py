@@ -24,10 +24,20 @@ class RetrieverSettings(StoreSettings):
     boilerplate_weight: float = Field(
         1.0, ge=0, le=1, description="fused-score factor for 'Next steps'/link-only chunks (1 = no down-weighting)"
     )
+    named_source_first: bool = Field(
+        True, description="a question that names a document by its title gets that document's passages first"
+    )
     split_questions: bool = Field(False, description="search each part of a two-part question too and fuse")
+    split_mode: Literal["fuse", "cover"] = Field(
+        "fuse",
+        description="split questions: fuse the rankings (fuse) or keep the whole question's and add each "
+        "part's best section at rank 3 when missing (cover)",
+    )
     keyword_sparse: bool = Field(True, description="BM25 side searches the question's keywords only")
-    reranker: Literal["off", "lexical"] = Field(
-        "off", description="reorder the fused candidates: lexical = heading and text overlap with the question"
+    reranker: Literal["off", "lexical", "heading"] = Field(
+        "off",
+        description="reorder the fused candidates: lexical = heading and text overlap with the question, "
+        "heading = how much of the chunk's own heading the question covers",
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")

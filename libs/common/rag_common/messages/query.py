@@ -3,15 +3,17 @@
 Every stage message carries the ``Query`` as the gateway asked it (never copied field by field,
 never re-validated in-process: the next stage's message holds the same object) plus what the stages
 so far decided: the ``Route`` (router), the ``Retrieval`` (retriever), the ``Draft`` (generator).
-No model extends another, so a stage cannot confuse one stage's message with the next one's, and
-``type`` is a ``Literal``: a message on the wrong subject fails validation instead of passing.
+The evaluator adds the ``Evaluation`` to the drafted message's parts (``QueryAnswered``). No message
+extends another (they share only the bases ``StageMessage`` and ``DraftedStage``), so a stage cannot
+confuse one stage's message with the next one's, and ``type`` is a ``Literal``: a message on the
+wrong subject fails validation instead of passing.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
 
 from rag_common.messages.base import Message
 from rag_common.messages.chunk import ChunkKind, ChunkPayload
@@ -152,10 +154,18 @@ class QueryRetrieved(StageMessage):
     retrieval: Retrieval
 
 
-class QueryDrafted(StageMessage):
-    """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
+class Evaluation(BaseModel):
+    """The evaluator's verdict on a drafted answer: every flag, why each raised one was raised."""
 
-    type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+    flags: dict[str, bool]
+    details: dict[str, Any] = Field(default_factory=dict)
+    flagged: bool  # a failing flag is raised ("refused" alone is not failing)
+
+
+class DraftedStage(StageMessage):
+    """What a stage message carries once an answer is drafted: the retrieval (empty when the router
+    answered alone) and the draft."""
+
     retrieval: Retrieval = Field(default_factory=Retrieval)
     draft: Draft
 
@@ -166,25 +176,32 @@ class QueryDrafted(StageMessage):
         return [by_n[n] for n in self.draft.cited if n in by_n]
 
 
-class QueryAnswer(Message):
-    """The final answer, exactly the JSON body of ``POST /v1/query`` (``type`` aside)."""
+class QueryDrafted(DraftedStage):
+    """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
 
-    type: Literal["rag.answer.final.v1"] = "rag.answer.final.v1"
-    request_id: str
-    answer: str
-    model: str
-    citations: list[Passage]
-    passages: list[Passage]
-    route: Route
-    flags: dict[str, bool]
-    flag_details: dict[str, Any] = Field(default_factory=dict)
-    flagged: bool
-    usage: Usage
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-    trace_id: str = ""
-    collection: str = "default"
-    session_id: str | None = None
-    rewritten_question: str | None = None
+    type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+
+
+class QueryAnswered(DraftedStage):
+    """The final answer to the waiting gateway: the drafted message's parts and the ``Evaluation``.
+
+    The HTTP body of ``POST /v1/query`` is made from it in one place, ``rag_common.http_api.Answer``.
+    """
+
+    type: Literal["rag.answer.final.v2"] = "rag.answer.final.v2"
+    evaluation: Evaluation
+
+    @field_serializer("query")
+    def _query_without_history(self, query: Query, info: SerializationInfo) -> dict[str, Any]:
+        """The conversation stays behind: the gateway that asked holds it, and it would make every
+        answer of a long conversation travel back tens of kilobytes for nothing."""
+        return query.model_dump(mode=info.mode, exclude={"history"})
+
+    @classmethod
+    def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:
+        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``."""
+        parts = {name: getattr(drafted, name) for name in DraftedStage.model_fields if name != "type"}
+        return cls(**parts, evaluation=evaluation)
 
 
 class AnswerDelta(Message):

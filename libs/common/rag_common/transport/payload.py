@@ -1,9 +1,9 @@
 """Keep every message under the NATS server's payload limit (``max_payload``, 1 MiB by default).
 
 A message over the limit is refused by the client (``MaxPayloadError``) and would fail its stage
-on every redelivery. Passage texts are what can grow (a stage carries several chunks, twice once
-they are cited), so they are shortened first; a message that still does not fit is a clear
-permanent error for the one request, never a broken collection.
+on every redelivery. Passage texts are what can grow (a stage carries several chunks), so they are
+shortened first; a message that still does not fit is a clear permanent error for the one request,
+never a broken collection.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.messages import AnswerDelta, Query, QueryAnswer, StageMessage
+from rag_common.messages import AnswerDelta, Query, QueryAnswered, StageMessage
 from rag_common.transport.payload import fitted_json, payload_limit
 
 # Bodies are encoded once, here (the size check needs the bytes anyway), and published as they are.
@@ -31,7 +31,8 @@ async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) ->
     await broker.connection.publish(subject, delta.model_dump_json().encode())
 
 
-async def publish_answer(broker: NatsBroker, query: Query, answer: QueryAnswer) -> None:
+async def publish_answer(broker: NatsBroker, answered: QueryAnswered) -> None:
     """The final answer goes to the waiting gateway replica on core NATS, under the payload limit."""
-    final = fitted_json(answer, payload_limit(broker))
+    query = answered.query
+    final = fitted_json(answered, payload_limit(broker))
     await broker.publish(final, subjects.answer_subject(query.gateway_id, query.request_id, "final"), headers=JSON)

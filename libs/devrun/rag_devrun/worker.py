@@ -1,0 +1,53 @@
+"""``python -m rag_devrun.worker NAME``: one process of the system (see ``rag_devrun.processes``).
+
+Configured by the same environment as the services (``NATS_URL``, ``RAG_DATA_DIR``, ...). Stops
+cleanly on SIGTERM or SIGINT: the gateway stops taking requests, the services drain and close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+
+from rag_common.runner import configure_logging, load_settings
+from rag_devrun.processes import PROCESSES
+from rag_devrun.settings import DevRunSettings
+from rag_devrun.stack import Stack, StackOptions
+
+
+async def run(name: str, host: str, port: int, metrics: bool, settings: DevRunSettings) -> None:
+    services = PROCESSES[name]
+    options = StackOptions(
+        data_dir=settings.data_dir,
+        host=host,
+        port=port,
+        metrics=metrics,
+        services=services,
+        gateway=not services,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with Stack(options) as stack:
+        if stack.server:  # uvicorn takes the signal while it serves and returns when it has stopped
+            await stack.wait()
+        else:
+            await stop.wait()
+
+
+def main() -> None:
+    settings = load_settings(DevRunSettings)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("name", choices=sorted(PROCESSES))
+    parser.add_argument("--host", default=settings.host)
+    parser.add_argument("--port", type=int, default=settings.port, help="the gateway's port")
+    parser.add_argument("--no-metrics", action="store_true", help="no per-service /metrics ports")
+    args = parser.parse_args()
+    configure_logging(settings.log_level)
+    asyncio.run(run(args.name, args.host, args.port, not args.no_metrics, settings))
+
+
+if __name__ == "__main__":
+    main()
