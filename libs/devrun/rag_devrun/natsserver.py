@@ -63,6 +63,14 @@ async def reachable(url: str, connect_timeout: float = 1.0) -> bool:
         await nc.close()
 
 
+def _listening_url(ports_file: Path) -> str | None:
+    """The client URL in nats-server's ports file; None while the file is missing or half-written."""
+    try:
+        return str(json.loads(ports_file.read_text())["nats"][0])
+    except (FileNotFoundError, ValueError, KeyError, IndexError):
+        return None
+
+
 class LocalNatsServer:
     """A nats-server child process with JetStream, bound to 127.0.0.1; stop() ends it."""
 
@@ -89,15 +97,16 @@ class LocalNatsServer:
         self.process = subprocess.Popen([nats_server_binary(), "-c", str(config)], stdout=log, stderr=log)
         ports_file = run_dir / f"nats-server_{self.process.pid}.ports"
         deadline = time.monotonic() + timeout
-        # Readiness is the ports file the server writes once it listens, polled with a deadline.
-        while not ports_file.exists():
+        # Readiness is the ports file the server writes once it listens, polled with a deadline;
+        # it can exist before its content is written, so it counts once it parses.
+        while (url := _listening_url(ports_file)) is None:
             if self.process.poll() is not None:
                 raise RuntimeError(f"nats-server exited with {self.process.returncode}; see {run_dir / 'nats.log'}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"nats-server not ready after {timeout}s; see {run_dir / 'nats.log'}")
             time.sleep(0.02)
-        self.url = json.loads(ports_file.read_text())["nats"][0]
+        self.url = url
         return self.url
 
     def stop(self) -> None:

@@ -1,0 +1,28 @@
+"""The local nats-server counts as listening only once its ports file is whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rag_devrun.natsserver import _listening_url
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_missing_empty_or_half_written_ports_file_is_not_ready(tmp_path: Path) -> None:
+    ports = tmp_path / "nats-server_1.ports"
+    assert _listening_url(ports) is None
+    ports.write_text("")
+    assert _listening_url(ports) is None
+    ports.write_text('{"nats": ["nats://127.0.0.1:4')
+    assert _listening_url(ports) is None
+    ports.write_text('{"nats": []}')
+    assert _listening_url(ports) is None
+
+
+def test_a_whole_ports_file_gives_the_client_url(tmp_path: Path) -> None:
+    ports = tmp_path / "nats-server_1.ports"
+    ports.write_text('{"nats": ["nats://127.0.0.1:4321"], "monitoring": []}')
+    assert _listening_url(ports) == "nats://127.0.0.1:4321"
