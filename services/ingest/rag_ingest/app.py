@@ -22,6 +22,7 @@ from rag_common.documents import (
     object_name,
 )
 from rag_common.embedding import Embedder, get_embedder
+from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
@@ -104,6 +105,10 @@ class Ingestor:
             raise PermanentError("parse_failed", str(exc), 422) from exc
         except TooManyChunks as exc:
             raise PermanentError("too_many_chunks", str(exc), 413) from exc
+        finally:
+            # A hostile document's chunks, vectors and points are garbage now: give the pages back
+            # so one document does not keep the process at its peak (docs/FAULTS.md, point 11).
+            await asyncio.to_thread(release_memory)
         written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
