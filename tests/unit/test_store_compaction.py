@@ -157,6 +157,51 @@ def test_a_write_during_the_reload_is_kept(store: VectorStore, monkeypatch: pyte
     assert found(search(store, 9, 4))[0] == ("doc-9", 4)
 
 
+def test_after_two_discarded_reloads_the_third_holds_the_lock(
+    store: VectorStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = vectors._reload
+    under_lock: list[bool] = []
+
+    def reload_then_write(old: LocalCollection, path: str, **kwargs: bool) -> LocalCollection:
+        assert store._lock is not None
+        under_lock.append(store._lock.locked())
+        fresh = real(old, path, **kwargs)
+        if len(under_lock) < 3:
+            document = 10 + len(under_lock)  # two chunks: deleted points stay more than half
+            store.replace_document("docs", f"doc-{document}", "v1", records(document)[:2])
+        return fresh
+
+    monkeypatch.setattr(vectors, "_reload", reload_then_write)
+    store.delete_document("docs", "doc-0")
+    store.delete_document("docs", "doc-1")
+
+    assert under_lock == [False, False, True]
+    assert store.count("docs") == store.held_points("docs") == CHUNKS + 4
+    assert found(search(store, 11, 1))[0] == ("doc-11", 1)
+    assert found(search(store, 12, 1))[0] == ("doc-12", 1)
+
+
+def test_deletes_during_a_compaction_are_compacted_by_it(store: VectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delete's own compaction is skipped while another runs; the running one takes it up."""
+    real = vectors.release_memory
+    calls = 0
+
+    def delete_then_release() -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # after the first compaction swapped its collection in
+            store.delete_document("docs", "doc-0")
+            store.delete_document("docs", "doc-1")
+        return real()
+
+    monkeypatch.setattr(vectors, "release_memory", delete_then_release)
+    assert store.compact("docs", force=True) is True
+
+    assert calls == 2
+    assert store.held_points("docs") == store.count("docs") == CHUNKS
+
+
 def test_searches_during_compaction_see_every_remaining_point(
     store: VectorStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

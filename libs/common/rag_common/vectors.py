@@ -40,7 +40,7 @@ UPSERT_BATCH = 256
 # compacted collection holds at most about twice its live points.
 COMPACT_MIN_DELETED = 512
 COMPACT_DELETED_SHARE = 0.5
-COMPACT_ATTEMPTS = 3  # a write during the reload discards it; the next write triggers it again
+COMPACT_ATTEMPTS = 3  # a write during a reload discards it; the last attempt reads under the lock
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,9 @@ class VectorStore:
         # Local mode is not safe for concurrent threads; a server needs no lock.
         self._lock: threading.Lock | None = threading.Lock() if local else None
         self._writes = 0  # local writes so far: a compaction built across one is discarded
-        self._compacting = threading.Lock()
+        self._compaction_state = threading.Lock()  # guards the two below
+        self._compacting = False
+        self._compact_pending: set[str] = set()
 
     @contextmanager
     def _guard(self, *, write: bool = False) -> Iterator[None]:
@@ -350,45 +352,69 @@ class VectorStore:
         reads the collection's own sqlite file outside the lock, so searches and writes go on
         meanwhile; the loaded collection replaces the old one under the lock only if no write
         happened in between, so a reader sees the old or the new collection, never a partial
-        one. A local store in memory (``:memory:``) has no folder and is not compacted.
-        Called after every delete; one compaction runs at a time per store.
+        one. After two reloads discarded that way the third is read under the lock.
+        A local store in memory (``:memory:``) has no folder and is not compacted.
+
+        Called after every delete. One compaction runs at a time per store: a call meanwhile
+        leaves its collection to the running one, which looks at it again when it is done.
         """
         engine = self._local_engine()
-        if engine is None or not self._compacting.acquire(blocking=False):
+        if engine is None:
             return False
+        with self._compaction_state:
+            if self._compacting:
+                self._compact_pending.add(collection)
+                return False
+            self._compacting = True
+        done = False
+        pending = {collection}
         try:
-            name = qdrant_collection(collection)
-            for _ in range(COMPACT_ATTEMPTS):
-                with self._guard():
-                    old = engine.collections.get(name)
-                    path = engine._collection_path(name)
-                    if old is None or path is None or not (force or self._worth_compacting(old)):
-                        return False
-                    writes = self._writes
-                started = time.monotonic()
+            while pending:
+                current = pending.pop()
+                compacted = self._compact_once(engine, current, force=force and current == collection)
+                done = done or (compacted and current == collection)
+                with self._compaction_state:
+                    pending |= self._compact_pending
+                    self._compact_pending.clear()
+                    if not pending:
+                        self._compacting = False
+        except BaseException:
+            with self._compaction_state:
+                self._compacting = False
+            raise
+        return done
+
+    def _compact_once(self, engine: QdrantLocal, collection: str, *, force: bool) -> bool:
+        name = qdrant_collection(collection)
+        for attempt in range(COMPACT_ATTEMPTS):
+            locked = attempt == COMPACT_ATTEMPTS - 1
+            fresh: LocalCollection | None = None
+            started = time.monotonic()
+            with self._guard():
+                old = engine.collections.get(name)
+                path = engine._collection_path(name)
+                if old is None or path is None or not (force or self._worth_compacting(old)):
+                    return False
+                writes = self._writes
+                if locked:
+                    fresh = _reload(old, path, force_disable_check_same_thread=engine.force_disable_check_same_thread)
+            if fresh is None:
                 fresh = _reload(old, path, force_disable_check_same_thread=engine.force_disable_check_same_thread)
-                with self._guard():
-                    swapped = self._writes == writes and engine.collections.get(name) is old
-                    if swapped:
-                        engine.collections[name] = fresh
-                if not swapped:
-                    fresh.close()
-                    continue
-                held = len(old.ids_inv)
-                old.close()
-                del old
-                release_memory()
-                log.info(
-                    "compacted %s: %d points held, %d live, in %.2f s",
-                    name,
-                    held,
-                    len(fresh.ids_inv),
-                    time.monotonic() - started,
-                )
-                return True
-            return False
-        finally:
-            self._compacting.release()
+            with self._guard():
+                swapped = self._writes == writes and engine.collections.get(name) is old
+                if swapped:
+                    engine.collections[name] = fresh
+            if not swapped:
+                fresh.close()
+                continue
+            held = len(old.ids_inv)
+            old.close()
+            del old
+            release_memory()
+            seconds = time.monotonic() - started
+            log.info("compacted %s: %d points held, %d live, in %.2f s", name, held, len(fresh.ids_inv), seconds)
+            return True
+        return False
 
     def _worth_compacting(self, held: LocalCollection) -> bool:
         deleted = int(np.count_nonzero(held.deleted))
