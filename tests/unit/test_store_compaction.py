@@ -20,6 +20,7 @@ from qdrant_client.local.qdrant_local import QdrantLocal
 
 from rag_common import vectors
 from rag_common.embedding import DENSE_DIM, SparseVector
+from rag_common.memory import release_memory
 from rag_common.vectors import ChunkRecord, Hit, VectorStore
 
 pytestmark = pytest.mark.unit
@@ -184,7 +185,6 @@ def test_after_two_discarded_reloads_the_third_holds_the_lock(
 
 def test_deletes_during_a_compaction_are_compacted_by_it(store: VectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """A delete's own compaction is skipped while another runs; the running one takes it up."""
-    real = vectors.release_memory
     calls = 0
 
     def delete_then_release() -> bool:
@@ -193,7 +193,7 @@ def test_deletes_during_a_compaction_are_compacted_by_it(store: VectorStore, mon
         if calls == 1:  # after the first compaction swapped its collection in
             store.delete_document("docs", "doc-0")
             store.delete_document("docs", "doc-1")
-        return real()
+        return release_memory()
 
     monkeypatch.setattr(vectors, "release_memory", delete_then_release)
     assert store.compact("docs", force=True) is True
