@@ -106,9 +106,10 @@ class Ingestor:
         except TooManyChunks as exc:
             raise PermanentError("too_many_chunks", str(exc), 413) from exc
         finally:
-            # A hostile document's chunks, vectors and points are garbage now: give the pages back
-            # so one document does not keep the process at its peak (docs/FAULTS.md, point 11).
-            await asyncio.to_thread(release_memory)
+            # A hostile document's chunks, vectors and points are garbage now (freed by reference
+            # counting): give the pages back so one document does not keep the process at its
+            # peak (docs/FAULTS.md, point 11). No full collection: it would stall the beats.
+            await asyncio.to_thread(release_memory, collect=False)
         written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
