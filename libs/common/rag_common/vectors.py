@@ -131,9 +131,10 @@ class VectorStore:
 
     def ensure_collection(self, collection: str) -> None:
         name = qdrant_collection(collection)
-        with self._guard(write=True):
+        with self._guard():
             if self.client.collection_exists(name):
                 return
+            self._writes += 1  # only creating counts as a write: checking does not discard a reload
             self.client.create_collection(
                 name,
                 vectors_config={DENSE: models.VectorParams(size=DENSE_DIM, distance=models.Distance.COSINE)},
