@@ -61,6 +61,7 @@ class Ingestor:
             self.documents.labels(outcome)
         self.chunks = Counter("rag_chunks_indexed_total", "Chunks written to Qdrant", registry=telemetry.registry)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._indexing = 0  # documents being indexed right now
 
     async def ingest(self, request: IngestRequested) -> None:
         """Index the version a message names, if it is still the accepted one.
@@ -94,6 +95,7 @@ class Ingestor:
         data: bytes = obj.data
         if content_hash(data) != request.content_hash:  # written by an older version
             raise PermanentError("content_mismatch", f"stored bytes of {request.source} are not the uploaded ones", 409)
+        self._indexing += 1
         try:
             with self.telemetry.stage("index"), self.telemetry.tracer.start_as_current_span("ingest.index") as span:
                 span.set_attribute("rag.document_id", request.document_id)
@@ -106,10 +108,13 @@ class Ingestor:
         except TooManyChunks as exc:
             raise PermanentError("too_many_chunks", str(exc), 413) from exc
         finally:
-            # A hostile document's chunks, vectors and points are garbage now (freed by reference
-            # counting): give the pages back so one document does not keep the process at its
-            # peak (docs/FAULTS.md, point 11). No full collection: it would stall the beats.
-            await asyncio.to_thread(release_memory, collect=False)
+            self._indexing -= 1
+            if self._indexing == 0:
+                # The documents' chunks, vectors and points are garbage now (freed by reference
+                # counting): give the pages back so a hostile batch does not keep the process at
+                # its peak (docs/FAULTS.md, point 11). Only when no other document is being
+                # indexed, and without a full collection: both could delay in-progress beats.
+                await asyncio.to_thread(release_memory, collect=False)
         written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
