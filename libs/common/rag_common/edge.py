@@ -63,6 +63,10 @@ from rag_common.vectors import (
 CREATE_TIMEOUT_S = 120.0
 UPSERT_BATCH = 64  # ~3-15 ms of GIL per call on the 2-core machine
 FLUSH_AFTER_POINTS = 20_000
+# A shard keeps deleted points' data in memory until it is closed; once this many are deleted,
+# and at least as many as are left, it is closed and opened again from disk on its next use
+# (~30-40 ms), which gives a deleted batch's memory back (docs/FAULTS.md, point 11).
+COMPACT_MIN_DELETED = 512
 
 
 class EdgeStore:
@@ -74,6 +78,7 @@ class EdgeStore:
         self.path = path
         self._shards: dict[str, EdgeShard] = {}
         self._unflushed: dict[str, int] = {}
+        self._deleted: dict[str, int] = {}
         # One writer or reader at a time: a document's replacement (write new, drop old) is seen
         # whole by a search, as with local mode.
         self._lock = threading.Lock()
@@ -101,6 +106,19 @@ class EdgeStore:
         if self._unflushed[name] >= FLUSH_AFTER_POINTS:
             shard.flush()
             self._unflushed[name] = 0
+
+    def _deleting(self, name: str, shard: EdgeShard, delete: UpdateOperation) -> None:
+        """Apply a delete; close the shard once deleted points outnumber the rest (see above)."""
+        before = shard.info().points_count
+        shard.update(delete)
+        left = shard.info().points_count
+        deleted = self._deleted[name] = self._deleted.get(name, 0) + before - left
+        if deleted >= COMPACT_MIN_DELETED and deleted >= left:
+            shard.flush()
+            shard.close()
+            del self._shards[name]
+            self._unflushed.pop(name, None)
+            self._deleted.pop(name, None)
 
     # --- the VectorStore operations ---
 
@@ -207,13 +225,14 @@ class EdgeStore:
             must=[FieldCondition(key="document_id", match=MatchValue(document_id))],
             must_not=[FieldCondition(key="content_hash", match=MatchValue(version))],
         )
-        self._existing(name).update(UpdateOperation.delete_points_by_filter(stale))
+        self._deleting(name, self._existing(name), UpdateOperation.delete_points_by_filter(stale))
 
     def delete_document(self, collection: str, document_id: str) -> None:
         with self._lock:
-            shard = self._shard(qdrant_collection(collection))
+            name = qdrant_collection(collection)
+            shard = self._shard(name)
             if shard is not None:
-                shard.update(UpdateOperation.delete_points_by_filter(_match("document_id", document_id)))
+                self._deleting(name, shard, UpdateOperation.delete_points_by_filter(_match("document_id", document_id)))
 
     def hybrid_search(
         self,

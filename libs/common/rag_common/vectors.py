@@ -5,11 +5,18 @@ number of processes), Qdrant Edge (``RAG_VECTOR_BACKEND=edge``, the default: Qdr
 the process; ``rag_common.edge``) and qdrant-client's local mode (``RAG_VECTOR_BACKEND=local``,
 Python scoring).
 The two embedded ones allow a single opener per folder, so a process shares one store per location.
+
+Local mode only marks a deleted point as deleted: its vectors, payload and sparse vector stay in
+the process until the collection is loaded again. ``VectorStore.compact`` reloads a local
+collection from its folder once deleted points fill most of it, which is what gives a large
+deleted batch's memory back (docs/FAULTS.md, point 11).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,15 +25,28 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.local.local_collection import EPSILON, LocalCollection
+from qdrant_client.local.qdrant_local import QdrantLocal
 
 from rag_common.embedding import DENSE_DIM, SparseVector
+from rag_common.memory import release_memory
 from rag_common.settings import StoreSettings
 
 DENSE = "dense"
 SPARSE = "bm25"
 CORE_FILTER_KEYS = {"source", "section", "kind", "page", "document_id"}
 _POINT_NS = uuid.UUID("6f1d7c1e-3c55-4f4e-9b59-2f2f3c4a9d10")
+UPSERT_BATCH = 256
+# A local collection is compacted when at least this many of its points are deleted and they are
+# at least this share of the points it holds: small deletes never pay for a reload, and a
+# compacted collection holds at most about twice its live points.
+COMPACT_MIN_DELETED = 512
+COMPACT_DELETED_SHARE = 0.5
+COMPACT_ATTEMPTS = 3  # a write during a reload discards it; the last attempt reads under the lock
+
+log = logging.getLogger(__name__)
 
 
 def qdrant_collection(collection: str) -> str:
@@ -115,18 +135,33 @@ class Store(Protocol):
 class VectorStore:
     """Thin typed layer over ``QdrantClient`` with the few operations the services need."""
 
-    def __init__(self, client: QdrantClient, *, local: bool) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        *,
+        local: bool,
+        compact_min_deleted: int = COMPACT_MIN_DELETED,
+        compact_deleted_share: float = COMPACT_DELETED_SHARE,
+    ) -> None:
         self.client = client
         self.local = local
+        self.compact_min_deleted = compact_min_deleted
+        self.compact_deleted_share = compact_deleted_share
         # Local mode is not safe for concurrent threads; a server needs no lock.
         self._lock: threading.Lock | None = threading.Lock() if local else None
+        self._writes = 0  # local writes so far: a compaction built across one is discarded
+        self._compaction_state = threading.Lock()  # guards the two below
+        self._compacting = False
+        self._compact_pending: set[str] = set()
 
     @contextmanager
-    def _guard(self) -> Iterator[None]:
+    def _guard(self, *, write: bool = False) -> Iterator[None]:
         if self._lock is None:
             yield
         else:
             with self._lock:
+                if write:
+                    self._writes += 1
                 yield
 
     def ping(self) -> bool:
@@ -143,6 +178,7 @@ class VectorStore:
         with self._guard():
             if self.client.collection_exists(name):
                 return
+            self._writes += 1  # only creating counts as a write: checking does not discard a reload
             self.client.create_collection(
                 name,
                 vectors_config={DENSE: models.VectorParams(size=DENSE_DIM, distance=models.Distance.COSINE)},
@@ -182,21 +218,23 @@ class VectorStore:
     def replace_document(self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]) -> None:
         """Write the new version's chunks, then drop the old version's: a failure leaves the old one."""
         name = qdrant_collection(collection)
-        points = [
-            models.PointStruct(
-                id=point_id(document_id, version, c.chunk_index),
-                vector={
-                    DENSE: c.dense,
-                    SPARSE: models.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
-                },
-                payload={**c.payload, "document_id": document_id, "content_hash": version},
-            )
-            for c in chunks
-        ]
-        with self._guard():
-            for start in range(0, len(points), 256):
-                self.client.upsert(name, points=points[start : start + 256], wait=True)
+        with self._guard(write=True):
+            # One batch of points at a time: a document's chunks exist once as records, not twice.
+            for start in range(0, len(chunks), UPSERT_BATCH):
+                points = [
+                    models.PointStruct(
+                        id=point_id(document_id, version, c.chunk_index),
+                        vector={
+                            DENSE: c.dense,
+                            SPARSE: models.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
+                        },
+                        payload={**c.payload, "document_id": document_id, "content_hash": version},
+                    )
+                    for c in chunks[start : start + UPSERT_BATCH]
+                ]
+                self.client.upsert(name, points=points, wait=True)
             self._drop_other_versions(name, document_id, version)  # same lock: readers see old or new
+        self.compact(collection)
 
     # --- Re-index repair (issue 7): kept apart from the engine calls above on purpose. ---
     # A worker that dies between writing a new version and dropping the old one leaves both in the
@@ -228,8 +266,9 @@ class VectorStore:
 
     def drop_other_versions(self, collection: str, document_id: str, version: str) -> None:
         """Delete every chunk of a document that is not of ``version``."""
-        with self._guard():
+        with self._guard(write=True):
             self._drop_other_versions(qdrant_collection(collection), document_id, version)
+        self.compact(collection)
 
     def _drop_other_versions(self, name: str, document_id: str, version: str) -> None:
         stale = models.Filter(
@@ -240,11 +279,12 @@ class VectorStore:
 
     def delete_document(self, collection: str, document_id: str) -> None:
         name = qdrant_collection(collection)
-        with self._guard():
+        with self._guard(write=True):
             if self.client.collection_exists(name):
                 self.client.delete(
                     name, points_selector=models.FilterSelector(filter=_match("document_id", document_id)), wait=True
                 )
+        self.compact(collection)
 
     def hybrid_search(
         self,
@@ -331,8 +371,119 @@ class VectorStore:
                 best.append(float(result.points[0].score) if result.points else 0.0)
         return best
 
+    # --- Memory after large deletes (issue 7, point 11): local mode only. ---
+
+    def _local_engine(self) -> QdrantLocal | None:
+        engine = getattr(self.client, "_client", None)
+        return engine if self.local and isinstance(engine, QdrantLocal) else None
+
+    def held_points(self, collection: str) -> int:
+        """Points the store keeps for a collection, deleted ones not compacted yet included.
+
+        Equal to ``count`` on a Qdrant server, whose optimizer drops deleted points on its own.
+        """
+        engine = self._local_engine()
+        if engine is None:
+            return self.count(collection)
+        with self._guard():
+            held = engine.collections.get(qdrant_collection(collection))
+            return 0 if held is None else len(held.ids_inv)
+
+    def compact(self, collection: str, *, force: bool = False) -> bool:
+        """Reload a local collection from its folder without its deleted points; True when done.
+
+        Runs when deleted points pass ``compact_min_deleted`` and ``compact_deleted_share`` of the
+        held ones (or with ``force``), then returns the freed memory to the system. The reload
+        reads the collection's own sqlite file outside the lock, so searches and writes go on
+        meanwhile; the loaded collection replaces the old one under the lock only if no write
+        happened in between, so a reader sees the old or the new collection, never a partial
+        one. After two reloads discarded that way the third is read under the lock.
+        A local store in memory (``:memory:``) has no folder and is not compacted.
+
+        Called after every delete. One compaction runs at a time per store: a call meanwhile
+        leaves its collection to the running one, which looks at it again when it is done.
+        """
+        engine = self._local_engine()
+        if engine is None:
+            return False
+        with self._compaction_state:
+            if self._compacting:
+                self._compact_pending.add(collection)
+                return False
+            self._compacting = True
+        done = False
+        pending = {collection}
+        try:
+            while pending:
+                current = pending.pop()
+                compacted = self._compact_once(engine, current, force=force and current == collection)
+                done = done or (compacted and current == collection)
+                with self._compaction_state:
+                    pending |= self._compact_pending
+                    self._compact_pending.clear()
+                    if not pending:
+                        self._compacting = False
+        except BaseException:
+            with self._compaction_state:
+                self._compacting = False
+            raise
+        return done
+
+    def _compact_once(self, engine: QdrantLocal, collection: str, *, force: bool) -> bool:
+        name = qdrant_collection(collection)
+        for attempt in range(COMPACT_ATTEMPTS):
+            locked = attempt == COMPACT_ATTEMPTS - 1
+            fresh: LocalCollection | None = None
+            started = time.monotonic()
+            with self._guard():
+                old = engine.collections.get(name)
+                path = engine._collection_path(name)
+                if old is None or path is None or not (force or self._worth_compacting(old)):
+                    return False
+                writes = self._writes
+                if locked:
+                    fresh = _reload(old, path, force_disable_check_same_thread=engine.force_disable_check_same_thread)
+            if fresh is None:
+                fresh = _reload(old, path, force_disable_check_same_thread=engine.force_disable_check_same_thread)
+            with self._guard():
+                swapped = self._writes == writes and engine.collections.get(name) is old
+                if swapped:
+                    engine.collections[name] = fresh
+            if not swapped:
+                fresh.close()
+                continue
+            held = len(old.ids_inv)
+            old.close()
+            del old
+            release_memory()
+            seconds = time.monotonic() - started
+            log.info("compacted %s: %d points held, %d live, in %.2f s", name, held, len(fresh.ids_inv), seconds)
+            return True
+        return False
+
+    def _worth_compacting(self, held: LocalCollection) -> bool:
+        deleted = int(np.count_nonzero(held.deleted))
+        return deleted >= self.compact_min_deleted and deleted >= self.compact_deleted_share * len(held.ids_inv)
+
     def close(self) -> None:
         self.client.close()
+
+
+def _reload(old: LocalCollection, path: str, *, force_disable_check_same_thread: bool) -> LocalCollection:
+    """A local collection loaded again from its folder: the points the sqlite file holds.
+
+    Loading stores dense vectors as given, in float64; they are kept as a live collection keeps
+    them (float32, unit length for cosine), so scores and memory match the collection replaced.
+    """
+    fresh = LocalCollection(old.config, path, force_disable_check_same_thread=force_disable_check_same_thread)
+    fresh.text_indexes = dict(old.text_indexes)
+    for vector_name, params in fresh.vectors_config.items():
+        vectors = np.asarray(fresh.vectors[vector_name], dtype=np.float32)
+        if params.distance == models.Distance.COSINE and len(vectors):
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = np.where(norms > EPSILON, vectors / np.maximum(norms, EPSILON), vectors).astype(np.float32)
+        fresh.vectors[vector_name] = vectors
+    return fresh
 
 
 def _match(key: str, value: Any) -> models.Filter:

@@ -22,6 +22,7 @@ from rag_common.documents import (
     object_name,
 )
 from rag_common.embedding import Embedder, get_embedder
+from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
@@ -60,6 +61,7 @@ class Ingestor:
             self.documents.labels(outcome)
         self.chunks = Counter("rag_chunks_indexed_total", "Chunks written to Qdrant", registry=telemetry.registry)
         self._locks: dict[str, asyncio.Lock] = {}
+        self._indexing = 0  # documents being indexed right now
 
     async def ingest(self, request: IngestRequested) -> None:
         """Index the version a message names, if it is still the accepted one.
@@ -93,6 +95,7 @@ class Ingestor:
         data: bytes = obj.data
         if content_hash(data) != request.content_hash:  # written by an older version
             raise PermanentError("content_mismatch", f"stored bytes of {request.source} are not the uploaded ones", 409)
+        self._indexing += 1
         try:
             with self.telemetry.stage("index"), self.telemetry.tracer.start_as_current_span("ingest.index") as span:
                 span.set_attribute("rag.document_id", request.document_id)
@@ -104,6 +107,14 @@ class Ingestor:
             raise PermanentError("parse_failed", str(exc), 422) from exc
         except TooManyChunks as exc:
             raise PermanentError("too_many_chunks", str(exc), 413) from exc
+        finally:
+            self._indexing -= 1
+            if self._indexing == 0:
+                # The documents' chunks, vectors and points are garbage now (freed by reference
+                # counting): give the pages back so a hostile batch does not keep the process at
+                # its peak (docs/FAULTS.md, point 11). Only when no other document is being
+                # indexed, and without a full collection: both could delay in-progress beats.
+                await asyncio.to_thread(release_memory, collect=False)
         written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
@@ -136,6 +147,8 @@ class Ingestor:
             log.info("not deleting %s (%s): a newer upload replaced it", request.document_id, current.source)
             return
         await asyncio.to_thread(self.store.delete_document, request.collection, request.document_id)
+        if self._indexing == 0:  # the store freed the points' memory: give the pages back (point 11)
+            await asyncio.to_thread(release_memory, collect=False)
         record = await self.status.forget(request.document_id)
         if record is not None:  # else a newer upload owns the record and its bytes
             await self._drop_object(object_name(request.collection, request.document_id, record.content_hash))
