@@ -2,7 +2,8 @@
 
 Starts the system as separate processes (as ``make chaos`` does), uploads ``--docs`` hostile
 documents (long lines without spaces, many headings, repeated text), waits until each is final,
-deletes them all, and reads the store process's resident memory (``VmRSS``) at each step.
+deletes them all, and reads the store process's resident memory (``VmRSS``) and its own part of it
+(``RssAnon``: without the pages mapped from the store's files, which are page cache) at each step.
 Writes ``reports/store-memory.json``. Loopback only, bounded in time.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 
 from benchmarks.chaos import MODEL_DIR, ROOT
+from rag_common.memory import anonymous_mb
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.processes import Cluster, free_port
 
@@ -95,6 +97,7 @@ async def run(docs: int, final_timeout_s: float = 1200.0) -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}", timeout=60) as client:
             await cluster.wait_ready(180)
             figures["rss_mb_ready"] = rss_mb(pid)
+            figures["anon_mb_ready"] = round(anonymous_mb(pid), 1)
             rng = random.Random(7)
             ids: list[str] = []
             started = time.monotonic()
@@ -107,12 +110,15 @@ async def run(docs: int, final_timeout_s: float = 1200.0) -> dict[str, Any]:
             figures["states"] = await final(client, ids, final_timeout_s)
             figures["ingest_s"] = round(time.monotonic() - started, 1)
             figures["rss_mb_after_ingest"] = rss_mb(pid)
+            figures["anon_mb_after_ingest"] = round(anonymous_mb(pid), 1)
             for document_id in ids:
                 await client.delete(f"/v1/documents/{document_id}")
             figures["left_after_delete"] = await gone(client, ids, 300)
             figures["rss_mb_after_delete"] = rss_mb(pid)
+            figures["anon_mb_after_delete"] = round(anonymous_mb(pid), 1)
             await asyncio.sleep(10)
             figures["rss_mb_10s_later"] = rss_mb(pid)
+            figures["anon_mb_10s_later"] = round(anonymous_mb(pid), 1)
     finally:
         cluster.stop_all()
         nats.stop()
