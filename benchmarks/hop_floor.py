@@ -22,10 +22,12 @@ import asyncio
 import json
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import nats
+import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 from benchmarks.system import private_nats
@@ -44,9 +46,11 @@ async def measure_floor(nats_url: str, count: int = 300, max_seconds: float = 20
         async def reply(msg: Any) -> None:
             await msg.respond(b"ok")
 
-        await consumer.subscribe("bench.floor.request", cb=reply)
+        subject = f"bench.floor.request.{uuid.uuid4().hex}"
+        await consumer.subscribe(subject, cb=reply)
         await consumer.flush()
-        core = await _timed(lambda: publisher.request("bench.floor.request", b"q", timeout=5), count, max_seconds)
+        await _until_answered(publisher, subject)
+        core = await _timed(lambda: publisher.request(subject, b"q", timeout=5), count, max_seconds)
         publish = await _timed(lambda: js.publish(SUBJECT, b"q"), count, max_seconds)
         await js.purge_stream(STREAM)
 
@@ -65,6 +69,17 @@ async def measure_floor(nats_url: str, count: int = 300, max_seconds: float = 20
         await publisher.close()
         await consumer.close()
     return {"core_request": core, "js_publish": publish, "js_hop": hops}
+
+
+async def _until_answered(nc: Any, subject: str, attempts: int = 100) -> None:
+    """Wait (bounded) until the responder's interest has reached the publisher's side of the server."""
+    for _ in range(attempts):
+        try:
+            await nc.request(subject, b"q", timeout=5)
+            return
+        except nats.errors.NoRespondersError:
+            await asyncio.sleep(0.02)
+    raise RuntimeError(f"no responder on {subject} after {attempts} attempts")
 
 
 def hop_floors(floor: dict[str, Any], hops: int = 5) -> float:
