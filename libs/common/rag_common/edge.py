@@ -56,6 +56,7 @@ from rag_common.vectors import (
     Hit,
     IndexedDocument,
     VersionState,
+    hit_of,
     point_id,
     qdrant_collection,
 )
@@ -270,20 +271,7 @@ class EdgeStore:
         )
         with self._lock:
             points = self._existing(qdrant_collection(collection)).query(request)
-        hits = []
-        for point in points:
-            vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
-            values = [float(v) for v in vector] if isinstance(vector, list) else []  # type: ignore[arg-type]
-            similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
-            hits.append(
-                Hit(
-                    score=float(point.score),
-                    similarity=float(similarity),
-                    payload=dict(point.payload or {}),
-                    dense=values or None,
-                )
-            )
-        return hits
+        return [hit_of(point, dense) for point in points]
 
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]

@@ -53,6 +53,15 @@ def qdrant_collection(collection: str) -> str:
     return f"rag_{collection}"
 
 
+def hit_of(point: Any, dense: Sequence[float]) -> Hit:
+    """A found point as a ``Hit``: the engine's fused score, and the dense cosine to the query."""
+    vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
+    values = [float(v) for v in vector] if isinstance(vector, list) else []
+    similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
+    payload = dict(point.payload or {})
+    return Hit(score=float(point.score), similarity=float(similarity), payload=payload, dense=values or None)
+
+
 def point_id(document_id: str, version: str, chunk_index: int) -> str:
     """The id of one chunk of one version of a document (the same in every backend)."""
     return str(uuid.uuid5(_POINT_NS, f"{document_id}:{version}:{chunk_index}"))
@@ -327,20 +336,7 @@ class VectorStore:
                 with_payload=True,
                 with_vectors=[DENSE],
             )
-        hits = []
-        for point in result.points:
-            vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
-            values = [float(v) for v in vector] if isinstance(vector, list) else []  # type: ignore[arg-type]
-            similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
-            hits.append(
-                Hit(
-                    score=float(point.score),
-                    similarity=float(similarity),
-                    payload=dict(point.payload or {}),
-                    dense=values or None,
-                )
-            )
-        return hits
+        return [hit_of(point, dense) for point in result.points]
 
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]
