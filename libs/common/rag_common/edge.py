@@ -59,15 +59,12 @@ from rag_common.vectors import (
     hit_of,
     point_id,
     qdrant_collection,
+    worth_compacting,
 )
 
 CREATE_TIMEOUT_S = 120.0
 UPSERT_BATCH = 64  # ~3-15 ms of GIL per call on the 2-core machine
 FLUSH_AFTER_POINTS = 20_000
-# A shard keeps deleted points' data in memory until it is closed; once this many are deleted,
-# and at least as many as are left, it is closed and opened again from disk on its next use
-# (~30-40 ms), which gives a deleted batch's memory back (docs/FAULTS.md, point 11).
-COMPACT_MIN_DELETED = 512
 
 
 class EdgeStore:
@@ -109,12 +106,15 @@ class EdgeStore:
             self._unflushed[name] = 0
 
     def _deleting(self, name: str, shard: EdgeShard, delete: UpdateOperation) -> None:
-        """Apply a delete; close the shard once deleted points outnumber the rest (see above)."""
+        """Apply a delete. A shard keeps deleted points' data in memory until it is closed: once
+        they are worth compacting (``worth_compacting``, the rule local mode uses too) it is closed,
+        and opened again from disk on its next use (~30-40 ms), which gives a deleted batch's
+        memory back (docs/FAULTS.md, point 11)."""
         before = shard.info().points_count
         shard.update(delete)
         left = shard.info().points_count
         deleted = self._deleted[name] = self._deleted.get(name, 0) + before - left
-        if deleted >= COMPACT_MIN_DELETED and deleted >= left:
+        if worth_compacting(deleted, deleted + left):
             shard.flush()
             shard.close()
             del self._shards[name]
@@ -311,6 +311,7 @@ class EdgeStore:
         with self._lock:
             shards, self._shards = self._shards, {}
             self._unflushed.clear()
+            self._deleted.clear()
             for shard in shards.values():
                 shard.flush()
                 shard.close()

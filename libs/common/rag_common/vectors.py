@@ -46,6 +46,15 @@ COMPACT_MIN_DELETED = 512
 COMPACT_DELETED_SHARE = 0.5
 COMPACT_ATTEMPTS = 3  # a write during a reload discards it; the last attempt reads under the lock
 
+
+def worth_compacting(
+    deleted: int, held: int, min_deleted: int = COMPACT_MIN_DELETED, share: float = COMPACT_DELETED_SHARE
+) -> bool:
+    """The one rule for both embedded engines: let go of deleted points once they are at least
+    ``min_deleted`` and at least ``share`` of the points held (live and deleted)."""
+    return deleted >= min_deleted and deleted >= share * held
+
+
 log = logging.getLogger(__name__)
 
 
@@ -459,7 +468,7 @@ class VectorStore:
 
     def _worth_compacting(self, held: LocalCollection) -> bool:
         deleted = int(np.count_nonzero(held.deleted))
-        return deleted >= self.compact_min_deleted and deleted >= self.compact_deleted_share * len(held.ids_inv)
+        return worth_compacting(deleted, len(held.ids_inv), self.compact_min_deleted, self.compact_deleted_share)
 
     def close(self) -> None:
         self.client.close()
