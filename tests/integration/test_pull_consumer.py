@@ -149,6 +149,25 @@ async def test_stop_lets_a_running_message_finish_and_cancels_one_past_the_drain
     await again.ack()
 
 
+async def test_a_consumer_started_again_asks_for_work_again(nc: Client) -> None:
+    handled: list[bytes] = []
+
+    async def handle(msg: Msg) -> None:
+        handled.append(msg.data)
+        await msg.ack()
+
+    pull = PullConsumer(stream=STREAM, durable=DURABLE, config=consumer_config(), handle=handle, concurrency=2)
+    await pull.start(nc)  # asks for two messages ...
+    await pull.stop(timeout_s=1)  # ... and leaves with that request open
+    await pull.start(nc)
+    try:
+        await publish(nc, 1)
+        # well within the two silent heartbeats (10 s) after which the watchdog would ask anyway
+        await eventually(lambda: _value(len(handled)), lambda n: n == 1, timeout_s=3, what="handled after a restart")
+    finally:
+        await pull.stop(timeout_s=5)
+
+
 async def test_a_lean_stage_writes_one_child_span_per_hop_and_faststreams_message_series(
     tmp_path: Path, nats_server: LocalNatsServer
 ) -> None:

@@ -84,6 +84,8 @@ class PullConsumer:
         self._inbox = nc.new_inbox()
         self._sub = await nc.subscribe(self._inbox, cb=self._received)
         self._stopping = False
+        self._requested = 0  # requests of an earlier start went to an inbox that is gone
+        self._heard = time.monotonic()
         await self._top_up()
         self._watchdog = asyncio.create_task(self._watch(), name=f"pull-watchdog-{self.durable}")
 
