@@ -6,18 +6,31 @@ Nothing here runs at import time: services call ``make_broker`` from ``create_ap
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
+import time
+from types import TracebackType
+from typing import Any
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsSecurity, NatsUserPassword
 from faststream.prometheus.middleware import PrometheusMiddleware
 from nats.js import JetStreamContext
+from prometheus_client import CollectorRegistry
 
 from rag_common import subjects
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.labels import RagTelemetryMiddleware, metrics_provider
+from rag_common.transport.labels import (
+    ConsumeMetrics,
+    PublishMetrics,
+    RagTelemetryMiddleware,
+    inject_trace_context,
+    metrics_container,
+    metrics_provider,
+)
+from rag_common.transport.pulling import PullConsumer
 from rag_common.transport.recovery import JetStreamLayout, attach_layout
 from rag_common.transport.streams import ensure_streams
 
@@ -34,8 +47,11 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
         await ensure_streams(js, settings)
 
     layout = JetStreamLayout((subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM), declare_streams)
-    broker = NatsBroker(
+    broker = RagBroker(
         settings.nats_url,
+        lean=settings.query_consumer == "lean",
+        registry=telemetry.registry,
+        app_name=f"rag-{telemetry.service}",
         middlewares=[
             RagTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
             PrometheusMiddleware(
@@ -55,6 +71,77 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
     )
     attach_layout(broker, layout)
     return broker
+
+
+class RagBroker(NatsBroker):
+    """FastStream's NATS broker plus the query path's lean side (``lean``, ``RAG_QUERY_CONSUMER``):
+    the query stages' ``PullConsumer``s start with the broker and drain before it stops, and
+    ``publish_raw`` hands a stage's message to nats-py directly, with the trace context in its
+    headers and FastStream's publish metrics, but without the middleware chain per message."""
+
+    def __init__(self, *args: Any, lean: bool, registry: CollectorRegistry, app_name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lean = lean
+        self.pull_consumers: list[PullConsumer] = []
+        self.app_name = app_name
+        self.drain_timeout_s = float(kwargs.get("graceful_timeout") or 15.0)
+        self._metrics = metrics_container(registry)
+        self._publish_metrics = PublishMetrics(self._metrics, app_name)
+        self._js: JetStreamContext | None = None
+        self._pulling = False
+
+    def consume_metrics(self, subject: str) -> ConsumeMetrics:
+        return ConsumeMetrics(self._metrics, self.app_name, subject)
+
+    def add_pull_consumer(self, consumer: PullConsumer) -> None:
+        self.pull_consumers.append(consumer)
+
+    async def start(self) -> None:
+        await super().start()
+        if not self._pulling:
+            self._pulling = True
+            for consumer in self.pull_consumers:
+                await consumer.start(self.connection)
+
+    async def stop(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_val: BaseException | None = None,
+        exc_tb: TracebackType | None = None,
+    ) -> None:
+        """Drain the pull consumers first (their handlers still publish through the connection),
+        then FastStream's subscribers and the connection."""
+        if self._pulling:
+            self._pulling = False
+            await asyncio.gather(*(c.stop(self.drain_timeout_s) for c in self.pull_consumers))
+        self._js = None
+        await super().stop(exc_type, exc_val, exc_tb)
+
+    async def publish_raw(
+        self, body: bytes, subject: str, headers: dict[str, str], *, stream: str | None = None
+    ) -> None:
+        """Publish with nats-py: on JetStream (waiting for its PubAck) when ``stream`` is given,
+        else on core NATS. The current span's trace context goes into ``headers``."""
+        ok, failed, duration = self._publish_metrics.of(subject)
+        started = time.perf_counter()
+        try:
+            if stream is None:
+                await self.connection.publish(subject, body, headers=inject_trace_context(headers))
+            else:
+                if self._js is None:
+                    self._js = self.connection.jetstream()
+                await self._js.publish(subject, body, stream=stream, headers=inject_trace_context(headers))
+        except Exception:
+            failed.inc()
+            raise
+        finally:
+            duration.observe(time.perf_counter() - started)
+        ok.inc()
+
+
+def lean_broker(broker: Any) -> RagBroker | None:
+    """``broker`` if it runs the query path lean (nats-py), else None (FastStream, e.g. in memory)."""
+    return broker if isinstance(broker, RagBroker) and broker.lean else None
 
 
 def nats_security(settings: ServiceSettings) -> NatsSecurity | None:

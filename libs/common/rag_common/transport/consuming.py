@@ -11,18 +11,25 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
+from opentelemetry.semconv.trace import SpanAttributes
+from opentelemetry.trace import SpanKind
 from pydantic import BaseModel, ValidationError
 
 from rag_common import subjects
 from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
+from rag_common.transport.broker import RagBroker, lean_broker
+from rag_common.transport.labels import extract_trace_context
+from rag_common.transport.pulling import PullConsumer
 from rag_common.transport.recovery import ConsumerSpec, layout_of
 from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
 
@@ -47,7 +54,56 @@ class PermanentError(Exception):
 FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
 
 
-def _deliveries(msg: NatsMessage) -> int:
+class Delivery(Protocol):
+    """One JetStream message as the error policy handles it: FastStream's ``NatsMessage`` (ingest,
+    and the query stages on FastStream) and ``JetStreamDelivery`` (the lean query path) both are."""
+
+    @property
+    def raw_message(self) -> Msg: ...
+
+    @property
+    def body(self) -> bytes: ...
+
+    async def ack(self) -> None: ...
+
+    async def nack(self, delay: float | None = None) -> None: ...
+
+    async def reject(self) -> None: ...
+
+    async def in_progress(self) -> None: ...
+
+
+class JetStreamDelivery:
+    """A nats-py JetStream message in the shape of FastStream's ``NatsMessage``; remembers how it
+    was settled (FastStream's processing status: acked, nacked, rejected) for the metrics."""
+
+    __slots__ = ("raw_message", "settled")
+
+    def __init__(self, raw_message: Msg) -> None:
+        self.raw_message = raw_message
+        self.settled = "error"
+
+    @property
+    def body(self) -> bytes:
+        return self.raw_message.data
+
+    async def ack(self) -> None:
+        await self.raw_message.ack()
+        self.settled = "acked"
+
+    async def nack(self, delay: float | None = None) -> None:
+        await self.raw_message.nak(delay=delay)
+        self.settled = "nacked"
+
+    async def reject(self) -> None:
+        await self.raw_message.term()
+        self.settled = "rejected"
+
+    async def in_progress(self) -> None:
+        await self.raw_message.in_progress()
+
+
+def _deliveries(msg: Delivery) -> int:
     """How many times JetStream has delivered this message (1 for a core-NATS or test message)."""
     try:
         return int(msg.raw_message.metadata.num_delivered)
@@ -65,7 +121,7 @@ def _raw_fields(body: bytes) -> dict[str, Any]:
 
 
 async def process_message(
-    msg: NatsMessage,
+    msg: Delivery,
     model: type[M],
     work: Callable[[M], Awaitable[None]],
     *,
@@ -101,7 +157,7 @@ async def process_message(
         await msg.reject()
         return
     try:
-        async with _in_progress(msg, heartbeat_s):
+        with _in_progress(msg, heartbeat_s):
             await work(payload)
     except asyncio.CancelledError:
         # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
@@ -135,28 +191,40 @@ async def process_message(
     await msg.ack()
 
 
-@contextlib.asynccontextmanager
-async def _in_progress(msg: NatsMessage, every_s: float | None) -> AsyncIterator[None]:
-    """Extend the message's ack wait every ``every_s`` seconds while the block runs."""
+@contextlib.contextmanager
+def _in_progress(msg: Delivery, every_s: float | None) -> Iterator[None]:
+    """Extend the message's ack wait every ``every_s`` seconds while the block runs.
+
+    A timer, not a task per message: almost every message is settled long before its first beat,
+    and a task created and cancelled per message was a measurable share of a query hop's CPU.
+    """
     if not every_s:
         yield
         return
+    loop = asyncio.get_running_loop()
+    sending: set[asyncio.Task[None]] = set()
+    timer: list[asyncio.TimerHandle] = []
 
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            try:
-                await msg.in_progress()
-            except Exception as exc:  # NATS away for a moment: the next beat tries again
-                log.debug("in-progress for %s not sent: %r", msg.raw_message.subject, exc)
+    def beat() -> None:
+        task = loop.create_task(_send_in_progress(msg))
+        sending.add(task)
+        task.add_done_callback(sending.discard)
+        timer[0] = loop.call_later(every_s, beat)
 
-    task = asyncio.create_task(beat())
+    timer.append(loop.call_later(every_s, beat))
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        timer[0].cancel()
+        for task in sending:
+            task.cancel()
+
+
+async def _send_in_progress(msg: Delivery) -> None:
+    try:
+        await msg.in_progress()
+    except Exception as exc:  # NATS away for a moment: the next beat tries again
+        log.debug("in-progress for %s not sent: %r", msg.raw_message.subject, exc)
 
 
 def answer_failure_hook(broker: NatsBroker) -> FailureHook:
@@ -239,25 +307,120 @@ def register_query_stage(
     work: Callable[[Q], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
-    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client."""
-    register_work_queue(
-        broker,
-        settings,
-        telemetry,
-        subject=subject,
-        consumer=consumer,
-        stream=QUERY_JSTREAM,
-        area="query",
-        model=model,
-        work=work,
-        ack_wait=ack_wait or settings.stage_ack_wait_s,
-        on_failure=answer_failure_hook(broker),
-    )
+    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client.
+
+    On a ``RagBroker`` with ``RAG_QUERY_CONSUMER=lean`` (the default) the stage consumes with
+    nats-py (``register_pull_stage``); otherwise through FastStream, as ingest does. Either way the
+    consumer, its configuration and the error policy (``process_message``) are the same.
+    """
+    lean = lean_broker(broker)
+    if lean is None:
+        register_work_queue(
+            broker,
+            settings,
+            telemetry,
+            subject=subject,
+            consumer=consumer,
+            stream=QUERY_JSTREAM,
+            area="query",
+            model=model,
+            work=work,
+            ack_wait=ack_wait or settings.stage_ack_wait_s,
+            on_failure=answer_failure_hook(broker),
+        )
+    else:
+        register_pull_stage(
+            lean,
+            settings,
+            telemetry,
+            subject=subject,
+            consumer=consumer,
+            model=model,
+            work=work,
+            ack_wait=ack_wait or settings.stage_ack_wait_s,
+        )
 
 
-async def _dead_letter(
-    msg: NatsMessage, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int
+def register_pull_stage(
+    broker: RagBroker,
+    settings: ServiceSettings,
+    telemetry: ServiceTelemetry,
+    *,
+    subject: str,
+    consumer: str,
+    model: type[Q],
+    work: Callable[[Q], Awaitable[None]],
+    ack_wait: float,
 ) -> None:
+    """The lean query stage: a ``PullConsumer`` on the stage's durable consumer, each message
+    straight into ``process_message`` under one "<subject> process" span (child of the sender's
+    trace context) and FastStream's received-message metrics, with their label children bound once."""
+    telemetry.declare_stage(consumer)
+    spec = ConsumerSpec(
+        stream=subjects.QUERY_STREAM,
+        durable=consumer,
+        subject=subject,
+        config=consumer_config(settings, ack_wait=ack_wait),
+    )
+    layout = layout_of(broker)
+    metrics = broker.consume_metrics(subject)
+    tracer = telemetry.tracer
+    span_name = f"{subject} process"
+    on_failure = answer_failure_hook(broker)
+
+    async def handle(raw: Msg) -> None:
+        delivery = JetStreamDelivery(raw)
+        size = len(raw.data)
+        metrics.received.inc()
+        metrics.size.observe(size)
+        metrics.in_process.inc()
+        started = time.perf_counter()
+        try:
+            with tracer.start_as_current_span(
+                span_name,
+                context=extract_trace_context(raw.headers),
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    SpanAttributes.MESSAGING_SYSTEM: "nats",
+                    SpanAttributes.MESSAGING_DESTINATION_NAME: raw.subject,
+                    SpanAttributes.MESSAGING_OPERATION: "process",
+                    SpanAttributes.MESSAGING_MESSAGE_PAYLOAD_SIZE_BYTES: size,
+                },
+            ):
+                await process_message(
+                    delivery,
+                    model,
+                    work,
+                    broker=broker,
+                    telemetry=telemetry,
+                    stage=consumer,
+                    area="query",
+                    max_deliver=settings.max_deliver,
+                    on_failure=on_failure,
+                    heartbeat_s=ack_wait / 3,
+                )
+        except Exception as exc:
+            metrics.exception(exc)
+            raise
+        finally:
+            metrics.duration.observe(time.perf_counter() - started)
+            metrics.in_process.dec()
+            metrics.status[delivery.settled].inc()
+
+    pull = PullConsumer(
+        stream=spec.stream,
+        durable=consumer,
+        config=spec.full_config(),
+        handle=handle,
+        concurrency=settings.concurrency,
+    )
+    broker.add_pull_consumer(pull)
+    if layout is not None:
+        layout.add_consumer(spec)
+        layout.add_restore_hook(pull.reset)
+
+
+async def _dead_letter(msg: Delivery, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int) -> None:
     raw = _raw_fields(msg.body)
     query = raw.get("query")  # query-path messages carry their ids in the question
     ids = query if isinstance(query, dict) else raw
