@@ -82,6 +82,16 @@ class ServiceSettings(BaseSettings):
     drain_timeout_s: float = Field(
         15.0, gt=0, le=600, description="on SIGTERM, in-flight messages get this long to finish (then are nak'ed)"
     )
+    publish_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=60,
+        validation_alias=_env("RAG_PUBLISH_TIMEOUT_S"),
+        description=(
+            "how long a JetStream publish (a question, an upload, a stage hand-off, a dead letter) waits for the "
+            "server's acknowledgement before it fails (FastStream's own default is 0.5 s, too short under load)"
+        ),
+    )
     liveness_timeout_s: float = Field(
         2.0, gt=0, le=60, description="/livez fails when the event loop does not answer within this"
     )

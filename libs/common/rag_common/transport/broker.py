@@ -50,6 +50,7 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
     broker = RagBroker(
         settings.nats_url,
         lean=settings.query_consumer == "lean",
+        publish_timeout_s=settings.publish_timeout_s,
         registry=telemetry.registry,
         app_name=f"rag-{telemetry.service}",
         middlewares=[
@@ -79,9 +80,18 @@ class RagBroker(NatsBroker):
     ``publish_raw`` hands a stage's message to nats-py directly, with the trace context in its
     headers and FastStream's publish metrics, but without the middleware chain per message."""
 
-    def __init__(self, *args: Any, lean: bool, registry: CollectorRegistry, app_name: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        lean: bool,
+        registry: CollectorRegistry,
+        app_name: str,
+        publish_timeout_s: float = 5.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lean = lean
+        self.publish_timeout_s = publish_timeout_s
         self.pull_consumers: list[PullConsumer] = []
         self.app_name = app_name
         self.drain_timeout_s = float(kwargs.get("graceful_timeout") or 15.0)
@@ -117,6 +127,33 @@ class RagBroker(NatsBroker):
         self._js = None
         await super().stop(exc_type, exc_val, exc_tb)
 
+    async def publish(  # type: ignore[override]
+        self,
+        message: Any,
+        subject: str,
+        headers: dict[str, str] | None = None,
+        reply_to: str = "",
+        correlation_id: str | None = None,
+        stream: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (FastStream's own parameter, passed on)
+        **kwargs: Any,
+    ) -> Any:
+        """FastStream's publish, but a JetStream publish waits ``publish_timeout_s`` for its PubAck
+        (``RAG_PUBLISH_TIMEOUT_S``) unless told otherwise: FastStream's 0.5 s failed uploads and
+        questions with 503 on a loaded machine although the server stored them moments later."""
+        if stream is not None and timeout is None:
+            timeout = self.publish_timeout_s
+        return await super().publish(
+            message,
+            subject,
+            headers=headers,
+            reply_to=reply_to,
+            correlation_id=correlation_id,
+            stream=stream,
+            timeout=timeout,
+            **kwargs,
+        )
+
     async def publish_raw(
         self, body: bytes, subject: str, headers: dict[str, str], *, stream: str | None = None
     ) -> None:
@@ -130,7 +167,9 @@ class RagBroker(NatsBroker):
             else:
                 if self._js is None:
                     self._js = self.connection.jetstream()
-                await self._js.publish(subject, body, stream=stream, headers=inject_trace_context(headers))
+                await self._js.publish(
+                    subject, body, stream=stream, headers=inject_trace_context(headers), timeout=self.publish_timeout_s
+                )
         except Exception:
             failed.inc()
             raise
