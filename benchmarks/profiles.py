@@ -31,12 +31,12 @@ from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
+from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
 from rag_generator.app import Generator
-from rag_generator.extractive import candidate_sentences
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import index_document
