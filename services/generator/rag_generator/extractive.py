@@ -24,11 +24,15 @@ from rag_common.quotable import (
     candidate_sentences,
     mask_spans,
     normal_words,
+    sentence_key,
     unique_candidates,
 )
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
+# Per passage n, each unit's cosine similarity to the question by its ``sentence_key``, computed
+# before the answer (the retriever's scores of the vectors ingest stored: ``Retrieval.sentence_scores``).
+StoredScores = Mapping[int, Mapping[str, float]]
 
 EXTRACTIVE_PREFIX = "From the documents:"
 NOTHING_TO_QUOTE = "The documents found hold no complete sentence to quote for this question."
@@ -118,9 +122,18 @@ class _Scored:
 
 
 def _score(
-    question: str, candidates: Sequence[Candidate], scorer: SentenceScorer | None, max_scored: int = MAX_SCORED
+    question: str,
+    candidates: Sequence[Candidate],
+    scorer: SentenceScorer | None,
+    max_scored: int = MAX_SCORED,
+    stored: StoredScores | None = None,
 ) -> list[_Scored]:
-    """Every candidate's relevance to the question, best first."""
+    """Every candidate's relevance to the question, best first.
+
+    The similarities come from ``stored`` when it holds every shortlisted unit's, else from the
+    ``scorer`` (the model), else there are none and words alone decide: one answer's units are
+    never ranked by a mix of the two (stored vectors are pooled in context, the model's are not).
+    """
     wanted = terms(question)
     unit_terms = [terms(c.text) for c in candidates]
     context_terms = [terms(c.context) for c in candidates]
@@ -147,20 +160,38 @@ def _score(
     # than half of what the best shares would need the model to be very sure, and each costs a
     # forward pass. With no shared words at all, the model alone decides among the first few.
     reach = REACH * max(lexical, default=0.0)
-    shortlist = [i for i in order[:max_scored] if lexical[i] >= reach] if scorer is not None else order
+    semantic_scoring = scorer is not None or stored is not None
+    shortlist = [i for i in order[:max_scored] if lexical[i] >= reach] if semantic_scoring else order
     semantic = dict.fromkeys(shortlist, 0.0)
     # One sentence within reach is the answer whatever the model says of it: no model run.
-    if scorer is not None and len(shortlist) > 1:
-        similarities = list(scorer(question, [candidates[i].text for i in shortlist]))
-        if len(similarities) != len(shortlist):
-            raise ValueError(f"sentence scorer returned {len(similarities)} scores for {len(shortlist)} sentences")
-        semantic = {i: max(0.0, float(s)) for i, s in zip(shortlist, similarities, strict=True)}
+    if semantic_scoring and len(shortlist) > 1:
+        similarities = _stored([candidates[i] for i in shortlist], stored) if stored is not None else None
+        if similarities is None and scorer is not None:
+            similarities = [float(x) for x in scorer(question, [candidates[i].text for i in shortlist])]
+            if len(similarities) != len(shortlist):
+                raise ValueError(f"sentence scorer returned {len(similarities)} scores for {len(shortlist)} sentences")
+        if similarities is None:  # a unit without a stored score and no model: words alone, as without scoring
+            shortlist = order
+            semantic = dict.fromkeys(shortlist, 0.0)
+        else:
+            semantic = {i: max(0.0, s) for i, s in zip(shortlist, similarities, strict=True)}
 
     scored = [
         _Scored(candidates[i], lexical[i] + semantic[i], lexical[i] + semantic[i] + prior(candidates[i]))
         for i in shortlist
     ]
     return sorted(scored, key=lambda s: s.key)
+
+
+def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | None:
+    """Each unit's stored similarity (by its passage and text), or None when any unit has none."""
+    found = []
+    for unit in units:
+        value = stored.get(unit.n, {}).get(sentence_key(unit.text))
+        if value is None:
+            return None
+        found.append(float(value))
+    return found
 
 
 def _near_duplicate(a: str, b: str) -> bool:
@@ -214,11 +245,13 @@ def extractive_answer(
     conflicts: Sequence[ConflictLike] = (),
     excluded: Mapping[int, Sequence[tuple[int, int]]] | None = None,
     max_scored: int = MAX_SCORED,
+    stored: StoredScores | None = None,
 ) -> str:
     """Answer with the passages' own sentences, the single most relevant first, each cited.
 
-    Relevance is the lexical overlap of the question's salient terms plus, when a ``scorer`` is
-    given, the embedding similarity, with a small prior for the retriever's order. Further
+    Relevance is the lexical overlap of the question's salient terms plus, when ``stored`` scores
+    or a ``scorer`` are given, the embedding similarity (stored when every unit ranked has one,
+    else the scorer's), with a small prior for the retriever's order. Further
     sentences are added only when nearly as relevant as the best and not repeating it. When no
     sentence shares anything with the question, the best passage's first sentences are quoted.
     A conflict whose subject the question or the quoted sentences name is said in words, with a
@@ -230,7 +263,7 @@ def extractive_answer(
     if not candidates:
         return f"{EXTRACTIVE_PREFIX}\n{NOTHING_TO_QUOTE}"
 
-    scored = _score(question, candidates, scorer, max_scored)
+    scored = _score(question, candidates, scorer, max_scored, stored)
     if scored[0].relevance > 0:
         chosen = _select(question, scored, max_sentences)
     else:
