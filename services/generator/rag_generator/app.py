@@ -114,8 +114,9 @@ class Generator:
         )
 
     def _model_scorer(self) -> SentenceScorer | None:
+        """The model, counted, when the settings let it rank sentences (else words or stored scores alone)."""
         scorer = self.scorer
-        if scorer is None:
+        if scorer is None or not self.settings.sentence_scoring or self.settings.sentence_fallback != "model":
             return None
 
         def counted(question: str, sentences: Sequence[str]) -> Sequence[float]:
