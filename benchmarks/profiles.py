@@ -6,8 +6,9 @@
 - ``retrieval``: the benchmark's corpus slice indexed straight into a local Qdrant folder (no NATS),
   then ``Retriever.retrieve`` on each question: how its time splits between the query embedding,
   the hybrid search and the rest.
-- ``generation``: the same index, then the extractive answer of each retrieved question: how many
-  sentences and word pieces the embedding model scores, and what that costs.
+- ``generation``: the same index, then the extractive answer of each retrieved question: the
+  sentence scores the retriever sends (vectors stored at ingest) and their bytes, what the model
+  would embed without them, and what each way costs.
 
 Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
 """
@@ -165,13 +166,23 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
 def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
     """What the extractive answer scores per question, and what that costs.
 
-    Per question: the passages' size in word pieces, the quotable units found, the units the
-    embedding model scores (``RAG_GENERATOR_*`` settings from the environment) and their word
-    pieces; then ``Generator.extract`` timed with and without the model, and the scoring alone.
+    Per question: the passages' size in word pieces, the quotable units found, the sentence scores
+    the retriever sends (stored vectors) and the bytes they add to the retrieved message, how many
+    answers still need the model; then ``Generator.extract`` timed with the stored scores (the
+    default), with the model (``stored_sentence_scores`` off) and on words alone.
     """
     with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
-        generator = Generator(GeneratorSettings(model_dir=model_dir), None, setup_telemetry("profile"), on_delta=_drop)
-        scorer = embedding_scorer(embedder, cache_size=0)  # each answer is drafted three times below
+        stored = Generator(GeneratorSettings(model_dir=model_dir), None, setup_telemetry("profile"), on_delta=_drop)
+        modelled = Generator(
+            GeneratorSettings(model_dir=model_dir, stored_sentence_scores=False),
+            None,
+            setup_telemetry("profile"),
+            on_delta=_drop,
+        )
+        words = Generator(
+            GeneratorSettings(model_dir=model_dir, sentence_scoring=False), None, setup_telemetry("p"), _drop
+        )
+        scorer = embedding_scorer(embedder, cache_size=0)  # each answer is drafted several times below
         batches: list[list[str]] = []
 
         def counting(question: str, sentences: Sequence[str]) -> Sequence[float]:
@@ -180,51 +191,50 @@ def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path
 
         retrieved = [retriever.retrieve(q) for q in queries]
         answered = [r for r in retrieved if not r.retrieval.refused and r.retrieval.passages]
-        pieces, units, scored, scored_pieces = [], [], [], []
+        pieces, units, scored, scored_pieces, extra_bytes, needing_model = [], [], [], [], [], 0
         for r in answered:
             passages = r.retrieval.passages
             pieces.append(sum(embedder.count_tokens(p.text) for p in passages))
             units.append(len(candidate_sentences(passages)))
-            generator.scorer, batches = counting, []
-            generator.extract(r)
-            scored.append(sum(len(b) - 1 for b in batches))
+            scored.append(sum(len(s) for s in r.retrieval.sentence_scores.values()))
+            bare = r.model_copy(update={"retrieval": r.retrieval.model_copy(update={"sentence_scores": {}})})
+            extra_bytes.append(len(r.model_dump_json()) - len(bare.model_dump_json()))
+            stored.scorer, batches = counting, []
+            stored.extract(r)
+            needing_model += bool(batches)
+            modelled.scorer, batches = counting, []
+            modelled.extract(r)
             scored_pieces.append(sum(embedder.count_tokens(t) for b in batches for t in b))
         print(f"{len(answered)} of {len(retrieved)} questions answered (the rest refused by the retriever)")
         print(f"passages per answer:      {summarize([len(r.retrieval.passages) for r in answered])}")
         print(f"word pieces of passages:  {summarize(pieces)}")
         print(f"quotable units:           {summarize(units)}")
-        print(f"units the model scores:   {summarize(scored)}")
-        print(f"word pieces it embeds:    {summarize(scored_pieces)} (question included)")
-        timings: dict[str, list[float]] = {"with the model": [], "words only": [], "scoring alone": []}
-        cpu: list[float] = []
+        print(f"units with stored scores: {summarize(scored)} (sent by the retriever)")
+        print(f"their bytes on the wire:  {summarize(extra_bytes)} (JSON, per retrieved message)")
+        print(f"answers needing the model with stored scores: {needing_model} of {len(answered)}")
+        print(f"word pieces the model embeds without them: {summarize(scored_pieces)} (question included)")
+        same = sum(stored.extract(r) == modelled.extract(r) for r in answered)
+        print(f"answers identical with stored scores and with the model: {same} of {len(answered)}")
+        timings: dict[str, list[float]] = {"stored scores": [], "with the model": [], "words only": []}
+        cpu: dict[str, list[float]] = {"stored scores": [], "with the model": []}
+        stored.scorer = modelled.scorer = scorer
         for r in answered:
-            generator.scorer = scorer
-            c0, t0 = cpu_seconds(), time.perf_counter()
-            generator.extract(r)
-            t1 = time.perf_counter()
-            cpu.append((cpu_seconds() - c0) * 1000)
-            generator.scorer = None
-            generator.extract(r)
-            t2 = time.perf_counter()
-            generator.scorer, batches = counting, []
-            generator.extract(r)
-            t3 = time.perf_counter()
-            for batch in batches:
-                scorer(batch[0], batch[1:])
-            t4 = time.perf_counter()
-            timings["with the model"].append((t1 - t0) * 1000)
-            timings["words only"].append((t2 - t1) * 1000)
-            timings["scoring alone"].append((t4 - t3) * 1000)
+            for what, generator in (("stored scores", stored), ("with the model", modelled), ("words only", words)):
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                generator.extract(r)
+                timings[what].append((time.perf_counter() - t0) * 1000)
+                if what in cpu:
+                    cpu[what].append((cpu_seconds() - c0) * 1000)
         for what, values in timings.items():
             print(f"extract, {what + ':':<17} {summarize(values)} ms")
-        print(f"process CPU, with model:  {summarize(cpu)} ms")
-        generator.scorer = scorer
+        for what, values in cpu.items():
+            print(f"process CPU, {what + ':':<14} {summarize(values)} ms")
         profiler = cProfile.Profile()
         profiler.enable()
         for r in answered:
-            generator.extract(r)
+            stored.extract(r)
         profiler.disable()
-    print_profile(profiler, len(answered), "extractive answer")
+    print_profile(profiler, len(answered), "extractive answer (stored scores)")
 
 
 async def _drop(query: object, delta: object) -> None:
