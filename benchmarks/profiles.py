@@ -9,6 +9,8 @@
 - ``generation``: the same index, then the extractive answer of each retrieved question: the
   sentence scores the retriever sends (vectors stored at ingest) and their bytes, what the model
   would embed without them, and what each way costs.
+- ``sentences``: what the sentence vectors cost at ingest (chunks embedded with and without them)
+  and in the retriever (retrievals with and without the sentence scores), each pair in turn.
 
 Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
 """
@@ -40,7 +42,8 @@ from rag_eval.stats import summarize
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
-from rag_ingest.pipeline import index_document
+from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, make_chunks
+from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever
 from rag_retriever.settings import RetrieverSettings
@@ -237,13 +240,75 @@ def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path
     print_profile(profiler, len(answered), "extractive answer (stored scores)")
 
 
+def sentences(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+    """What the sentence vectors cost, each side paired in one process (process CPU, every thread).
+
+    Ingest: each document's chunks embedded as ingest did before (``embed_passages``) and as it does
+    now (``embed_chunks``: the quotable units found, pooled from the same forward pass), the two in
+    turn per document, their order alternating. Retriever: ``Retriever.retrieve`` per question with
+    and without the sentence scores (query cache off), in turn, order alternating.
+    """
+    embedder = get_embedder(model_dir)
+    settings = IngestSettings()
+    with tempfile.TemporaryDirectory(prefix="rag-bench-profile-") as tmp:
+        corpus = shared_corpus(corpus_dir, target_chunks, Path(tmp) / "corpus", embedder, settings, count)
+        cpu = {"embed_passages": 0.0, "embed_chunks": 0.0}
+        wall = dict(cpu)
+        chunks_total = 0
+        for i, doc in enumerate(corpus.documents):
+            request = IngestRequested(
+                request_id="profile", document_id=f"doc{i}", source=doc.source, object_name="-", content_hash="v1",
+                size=len(doc.data),
+            )  # fmt: skip
+            chunks = make_chunks(request, doc.data, embedder, settings)
+            texts = embedding_texts(request, chunks, settings)
+            payloads = [chunk_payload(request, c, settings) for c in chunks]
+            chunks_total += len(chunks)
+            order = ["embed_passages", "embed_chunks"]
+            for what in order if i % 2 == 0 else order[::-1]:
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                if what == "embed_passages":
+                    embedder.embed_passages(texts)
+                else:
+                    embed_chunks(embedder, texts, chunks, payloads, sentence_vectors=True)
+                cpu[what] += cpu_seconds() - c0
+                wall[what] += time.perf_counter() - t0
+        for what in cpu:
+            print(
+                f"ingest {what + ':':<16} {chunks_total / wall[what]:.2f} chunks/s wall, "
+                f"{cpu[what] * 1000 / chunks_total:.1f} ms CPU a chunk"
+            )
+        print(f"ingest embed_chunks / embed_passages: CPU {cpu['embed_chunks'] / cpu['embed_passages']:.3f}, "
+              f"wall {wall['embed_chunks'] / wall['embed_passages']:.3f}")  # fmt: skip
+    with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
+        on = Retriever(retriever.settings.model_copy(update={"query_cache_size": 0}), embedder, retriever.store)
+        off = Retriever(
+            retriever.settings.model_copy(update={"query_cache_size": 0, "sentence_scores": False}),
+            embedder,
+            retriever.store,
+        )
+        for query in queries[:3]:
+            on.retrieve(query), off.retrieve(query)
+        times: dict[str, list[float]] = {"with sentence scores": [], "without": []}
+        cpus: dict[str, list[float]] = {"with sentence scores": [], "without": []}
+        for i, query in enumerate(queries * 3):
+            pair = [("with sentence scores", on), ("without", off)]
+            for what, which in pair if i % 2 == 0 else pair[::-1]:
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                which.retrieve(query)
+                times[what].append((time.perf_counter() - t0) * 1000)
+                cpus[what].append((cpu_seconds() - c0) * 1000)
+        for what in times:
+            print(f"retrieve, {what + ':':<22} wall {summarize(times[what])} ms; CPU {summarize(cpus[what])} ms")
+
+
 async def _drop(query: object, delta: object) -> None:
     return None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["hops", "retrieval", "generation"])
+    parser.add_argument("what", choices=["hops", "retrieval", "generation", "sentences"])
     parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
@@ -255,6 +320,8 @@ def main() -> None:
         asyncio.run(hops(args.count, model_dir))
     elif args.what == "retrieval":
         retrieval(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
+    elif args.what == "sentences":
+        sentences(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
     else:
         generation(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
 
