@@ -4,6 +4,7 @@ the stored format, the scores against a question, and how the extractive answer 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +13,10 @@ from rag_common.embedding import align_units
 from rag_common.messages import Passage
 from rag_common.quotable import candidate_sentences, sentence_key
 from rag_common.sentence_vectors import pack, scores, unpack
+from rag_common.vectors import Hit
 from rag_generator.extractive import extractive_answer
+from rag_retriever.app import Retriever
+from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.unit
 
@@ -151,3 +155,49 @@ def test_without_a_model_a_missing_stored_score_means_words_alone() -> None:
     assert extractive_answer(
         question, PASSAGES, stored=stored_for({units[0]: 5.0, units[1]: 0.0}), max_sentences=1
     ) != (words_only)
+
+
+class Chunks:
+    """A store holding only chunk payloads, by (document_id, chunk_index)."""
+
+    def __init__(self, chunks: dict[tuple[str, int], dict[str, Any]]) -> None:
+        self.chunks = chunks
+        self.fetched: list[tuple[str, str, int]] = []
+
+    def fetch_chunks(self, collection: str, keys: Sequence[tuple[str, str, int]]) -> dict[tuple[str, int], Any]:
+        self.fetched += keys
+        return {(d, i): self.chunks[(d, i)] for d, _, i in keys if (d, i) in self.chunks}
+
+
+class NoModel:
+    def embed_query(self, text: str) -> Any:
+        raise AssertionError("scoring stored vectors needs no model run")
+
+
+def chunk(index: int, keys: list[str], vectors: list[list[float]], **more: Any) -> dict[str, Any]:
+    fields = pack(keys, [np.asarray(v, dtype=np.float32) for v in vectors])
+    return {"document_id": "d", "content_hash": "v", "chunk_index": index, **fields, **more}
+
+
+def test_each_passage_is_scored_with_its_own_chunks_and_the_neighbours_joined_to_it() -> None:
+    """Two passages of one document, each joined with a neighbour; a unit both neighbours hold
+    (the same words in two places) is scored in each passage with the vector of that passage's chunk."""
+    chunks = {
+        (d, i): chunk(i, ks, vs)
+        for (d, i, ks, vs) in [
+            ("d", 2, ["shared", "two"], [[1.0, 0.0], [0.0, 1.0]]),
+            ("d", 9, ["shared"], [[0.0, 1.0]]),
+        ]
+    }
+    store = Chunks(chunks)
+    retriever = Retriever(RetrieverSettings(), NoModel(), store)  # type: ignore[arg-type]
+    hits = [
+        Hit(score=1.0, similarity=0.9, payload=chunk(3, ["three"], [[0.6, 0.8]], chunk_span=[2, 3])),
+        Hit(score=0.5, similarity=0.8, payload=chunk(8, ["eight"], [[1.0, 0.0]], chunk_span=[8, 9])),
+        Hit(score=0.4, similarity=0.7, payload={"document_id": "e", "chunk_index": 0, "text": "an older chunk"}),
+    ]
+    found = retriever.sentence_scores("c", hits, [1.0, 0.0])
+    assert sorted(found) == [1, 2]  # the older chunk's passage gets no scores
+    assert found[1] == pytest.approx({"three": 0.6, "shared": 1.0, "two": 0.0}, abs=1e-3)
+    assert found[2] == pytest.approx({"eight": 1.0, "shared": 0.0}, abs=1e-3)  # chunk 9's "shared", not chunk 2's
+    assert sorted(store.fetched) == [("d", "v", 2), ("d", "v", 9)]  # one fetch, only the chunks joined

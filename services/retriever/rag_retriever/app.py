@@ -130,17 +130,17 @@ class Retriever:
         """Per passage (numbered from 1 in ``hits`` order), the similarity to the question of each
         quotable unit whose vector ingest stored in the passage's chunks (a passage joined with its
         neighbours has theirs too); passages of chunks stored without vectors get none."""
-        joined: list[tuple[str, str, int]] = []
+        joined: list[list[tuple[str, str, int]]] = []  # per hit, the neighbouring chunks joined to it
         for h in hits:
             doc, version = str(h.payload.get("document_id", "")), str(h.payload.get("content_hash", ""))
             own = int(h.payload.get("chunk_index", 0))
             first, last = h.payload.get("chunk_span") or (own, own)
-            joined += [(doc, version, i) for i in range(int(first), int(last) + 1) if i != own]
-        neighbours = self.store.fetch_chunks(collection, joined) if joined else {}
+            joined.append([(doc, version, i) for i in range(int(first), int(last) + 1) if i != own])
+        wanted = [key for keys in joined for key in keys]
+        neighbours = self.store.fetch_chunks(collection, wanted) if wanted else {}
         scores: dict[int, dict[str, float]] = {}
-        for n, h in enumerate(hits, start=1):
-            doc = str(h.payload.get("document_id", ""))
-            payloads = [h.payload, *(neighbours[(d, i)] for d, _, i in joined if d == doc and (d, i) in neighbours)]
+        for n, (h, keys) in enumerate(zip(hits, joined, strict=True), start=1):
+            payloads = [h.payload, *(neighbours[(d, i)] for d, _, i in keys if (d, i) in neighbours)]
             found = sentence_vectors.scores(question, payloads)
             if found:
                 scores[n] = found
