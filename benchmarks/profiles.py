@@ -6,8 +6,11 @@
 - ``retrieval``: the benchmark's corpus slice indexed straight into a local Qdrant folder (no NATS),
   then ``Retriever.retrieve`` on each question: how its time splits between the query embedding,
   the hybrid search and the rest.
-- ``generation``: the same index, then the extractive answer of each retrieved question: how many
-  sentences and word pieces the embedding model scores, and what that costs.
+- ``generation``: the same index, then the extractive answer of each retrieved question: the
+  sentence scores the retriever sends (vectors stored at ingest) and their bytes, what the model
+  would embed without them, and what each way costs.
+- ``sentences``: what the sentence vectors cost at ingest (chunks embedded with and without them)
+  and in the retriever (retrievals with and without the sentence scores), each pair in turn.
 
 Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
 """
@@ -31,15 +34,16 @@ from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
+from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
 from rag_common.vectors import configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
 from rag_generator.app import Generator
-from rag_generator.extractive import candidate_sentences
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
-from rag_ingest.pipeline import index_document
+from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, make_chunks
+from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever
 from rag_retriever.settings import RetrieverSettings
@@ -165,13 +169,23 @@ def retrieval(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
 def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
     """What the extractive answer scores per question, and what that costs.
 
-    Per question: the passages' size in word pieces, the quotable units found, the units the
-    embedding model scores (``RAG_GENERATOR_*`` settings from the environment) and their word
-    pieces; then ``Generator.extract`` timed with and without the model, and the scoring alone.
+    Per question: the passages' size in word pieces, the quotable units found, the sentence scores
+    the retriever sends (stored vectors) and the bytes they add to the retrieved message, how many
+    answers still need the model; then ``Generator.extract`` timed with the stored scores (the
+    default), with the model (``stored_sentence_scores`` off) and on words alone.
     """
     with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
-        generator = Generator(GeneratorSettings(model_dir=model_dir), None, setup_telemetry("profile"), on_delta=_drop)
-        scorer = embedding_scorer(embedder, cache_size=0)  # each answer is drafted three times below
+        stored = Generator(GeneratorSettings(model_dir=model_dir), None, setup_telemetry("profile"), on_delta=_drop)
+        modelled = Generator(
+            GeneratorSettings(model_dir=model_dir, stored_sentence_scores=False),
+            None,
+            setup_telemetry("profile"),
+            on_delta=_drop,
+        )
+        words = Generator(
+            GeneratorSettings(model_dir=model_dir, sentence_scoring=False), None, setup_telemetry("p"), _drop
+        )
+        scorer = embedding_scorer(embedder, cache_size=0)  # each answer is drafted several times below
         batches: list[list[str]] = []
 
         def counting(question: str, sentences: Sequence[str]) -> Sequence[float]:
@@ -180,51 +194,112 @@ def generation(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path
 
         retrieved = [retriever.retrieve(q) for q in queries]
         answered = [r for r in retrieved if not r.retrieval.refused and r.retrieval.passages]
-        pieces, units, scored, scored_pieces = [], [], [], []
+        pieces, units, scored, scored_pieces, extra_bytes, needing_model = [], [], [], [], [], 0
         for r in answered:
             passages = r.retrieval.passages
             pieces.append(sum(embedder.count_tokens(p.text) for p in passages))
             units.append(len(candidate_sentences(passages)))
-            generator.scorer, batches = counting, []
-            generator.extract(r)
-            scored.append(sum(len(b) - 1 for b in batches))
+            scored.append(sum(len(s) for s in r.retrieval.sentence_scores.values()))
+            bare = r.model_copy(update={"retrieval": r.retrieval.model_copy(update={"sentence_scores": {}})})
+            extra_bytes.append(len(r.model_dump_json()) - len(bare.model_dump_json()))
+            stored.scorer, batches = counting, []
+            stored.extract(r)
+            needing_model += bool(batches)
+            modelled.scorer, batches = counting, []
+            modelled.extract(r)
             scored_pieces.append(sum(embedder.count_tokens(t) for b in batches for t in b))
         print(f"{len(answered)} of {len(retrieved)} questions answered (the rest refused by the retriever)")
         print(f"passages per answer:      {summarize([len(r.retrieval.passages) for r in answered])}")
         print(f"word pieces of passages:  {summarize(pieces)}")
         print(f"quotable units:           {summarize(units)}")
-        print(f"units the model scores:   {summarize(scored)}")
-        print(f"word pieces it embeds:    {summarize(scored_pieces)} (question included)")
-        timings: dict[str, list[float]] = {"with the model": [], "words only": [], "scoring alone": []}
-        cpu: list[float] = []
+        print(f"units with stored scores: {summarize(scored)} (sent by the retriever)")
+        print(f"their bytes on the wire:  {summarize(extra_bytes)} (JSON, per retrieved message)")
+        print(f"answers needing the model with stored scores: {needing_model} of {len(answered)}")
+        print(f"word pieces the model embeds without them: {summarize(scored_pieces)} (question included)")
+        same = sum(stored.extract(r) == modelled.extract(r) for r in answered)
+        print(f"answers identical with stored scores and with the model: {same} of {len(answered)}")
+        timings: dict[str, list[float]] = {"stored scores": [], "with the model": [], "words only": []}
+        cpu: dict[str, list[float]] = {"stored scores": [], "with the model": []}
+        stored.scorer = modelled.scorer = scorer
         for r in answered:
-            generator.scorer = scorer
-            c0, t0 = cpu_seconds(), time.perf_counter()
-            generator.extract(r)
-            t1 = time.perf_counter()
-            cpu.append((cpu_seconds() - c0) * 1000)
-            generator.scorer = None
-            generator.extract(r)
-            t2 = time.perf_counter()
-            generator.scorer, batches = counting, []
-            generator.extract(r)
-            t3 = time.perf_counter()
-            for batch in batches:
-                scorer(batch[0], batch[1:])
-            t4 = time.perf_counter()
-            timings["with the model"].append((t1 - t0) * 1000)
-            timings["words only"].append((t2 - t1) * 1000)
-            timings["scoring alone"].append((t4 - t3) * 1000)
+            for what, generator in (("stored scores", stored), ("with the model", modelled), ("words only", words)):
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                generator.extract(r)
+                timings[what].append((time.perf_counter() - t0) * 1000)
+                if what in cpu:
+                    cpu[what].append((cpu_seconds() - c0) * 1000)
         for what, values in timings.items():
             print(f"extract, {what + ':':<17} {summarize(values)} ms")
-        print(f"process CPU, with model:  {summarize(cpu)} ms")
-        generator.scorer = scorer
+        for what, values in cpu.items():
+            print(f"process CPU, {what + ':':<14} {summarize(values)} ms")
         profiler = cProfile.Profile()
         profiler.enable()
         for r in answered:
-            generator.extract(r)
+            stored.extract(r)
         profiler.disable()
-    print_profile(profiler, len(answered), "extractive answer")
+    print_profile(profiler, len(answered), "extractive answer (stored scores)")
+
+
+def sentences(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+    """What the sentence vectors cost, each side paired in one process (process CPU, every thread).
+
+    Ingest: each document's chunks embedded as ingest did before (``embed_passages``) and as it does
+    now (``embed_chunks``: the quotable units found, pooled from the same forward pass), the two in
+    turn per document, their order alternating. Retriever: ``Retriever.retrieve`` per question with
+    and without the sentence scores (query cache off), in turn, order alternating.
+    """
+    embedder = get_embedder(model_dir)
+    settings = IngestSettings()
+    with tempfile.TemporaryDirectory(prefix="rag-bench-profile-") as tmp:
+        corpus = shared_corpus(corpus_dir, target_chunks, Path(tmp) / "corpus", embedder, settings, count)
+        cpu = {"embed_passages": 0.0, "embed_chunks": 0.0}
+        wall = dict(cpu)
+        chunks_total = 0
+        for i, doc in enumerate(corpus.documents):
+            request = IngestRequested(
+                request_id="profile", document_id=f"doc{i}", source=doc.source, object_name="-", content_hash="v1",
+                size=len(doc.data),
+            )  # fmt: skip
+            chunks = make_chunks(request, doc.data, embedder, settings)
+            texts = embedding_texts(request, chunks, settings)
+            payloads = [chunk_payload(request, c, settings) for c in chunks]
+            chunks_total += len(chunks)
+            order = ["embed_passages", "embed_chunks"]
+            for what in order if i % 2 == 0 else order[::-1]:
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                if what == "embed_passages":
+                    embedder.embed_passages(texts)
+                else:
+                    embed_chunks(embedder, texts, chunks, payloads, sentence_vectors=True)
+                cpu[what] += cpu_seconds() - c0
+                wall[what] += time.perf_counter() - t0
+        for what in cpu:
+            print(
+                f"ingest {what + ':':<16} {chunks_total / wall[what]:.2f} chunks/s wall, "
+                f"{cpu[what] * 1000 / chunks_total:.1f} ms CPU a chunk"
+            )
+        print(f"ingest embed_chunks / embed_passages: CPU {cpu['embed_chunks'] / cpu['embed_passages']:.3f}, "
+              f"wall {wall['embed_chunks'] / wall['embed_passages']:.3f}")  # fmt: skip
+    with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
+        on = Retriever(retriever.settings.model_copy(update={"query_cache_size": 0}), embedder, retriever.store)
+        off = Retriever(
+            retriever.settings.model_copy(update={"query_cache_size": 0, "sentence_scores": False}),
+            embedder,
+            retriever.store,
+        )
+        for query in queries[:3]:
+            on.retrieve(query), off.retrieve(query)
+        times: dict[str, list[float]] = {"with sentence scores": [], "without": []}
+        cpus: dict[str, list[float]] = {"with sentence scores": [], "without": []}
+        for i, query in enumerate(queries * 3):
+            pair = [("with sentence scores", on), ("without", off)]
+            for what, which in pair if i % 2 == 0 else pair[::-1]:
+                c0, t0 = cpu_seconds(), time.perf_counter()
+                which.retrieve(query)
+                times[what].append((time.perf_counter() - t0) * 1000)
+                cpus[what].append((cpu_seconds() - c0) * 1000)
+        for what in times:
+            print(f"retrieve, {what + ':':<22} wall {summarize(times[what])} ms; CPU {summarize(cpus[what])} ms")
 
 
 async def _drop(query: object, delta: object) -> None:
@@ -233,7 +308,7 @@ async def _drop(query: object, delta: object) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["hops", "retrieval", "generation"])
+    parser.add_argument("what", choices=["hops", "retrieval", "generation", "sentences"])
     parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
@@ -245,6 +320,8 @@ def main() -> None:
         asyncio.run(hops(args.count, model_dir))
     elif args.what == "retrieval":
         retrieval(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
+    elif args.what == "sentences":
+        sentences(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
     else:
         generation(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
 

@@ -6,6 +6,7 @@ with ``specific_model_path``; BM25 needs no weights, only the stop words below.
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from collections.abc import Sequence
@@ -13,6 +14,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -46,6 +50,21 @@ class SparseVector:
     values: list[float]
 
 
+@dataclass(frozen=True, slots=True)
+class Units:
+    """Pieces of a passage to pool a vector for: ``texts`` as they occur, in order, in the passage
+    from character ``start`` on (after its context header). A unit may be a cleaned form of what
+    the passage holds (markup stripped, wrapped lines rejoined): it is found by its word pieces."""
+
+    start: int
+    texts: Sequence[str]
+
+
+# A unit's vector: the unit-length mean of its word pieces' output vectors in the passage's own
+# forward pass; None when fewer than half its word pieces were found (or the model cut them off).
+Pooled = list[NDArray[np.float32] | None]
+
+
 class ModelFolderError(RuntimeError):
     """The offline model folder is missing or incomplete; the message says how to fix it."""
 
@@ -59,6 +78,10 @@ class WordPieces:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
+
+    def encode_batch(self, texts: list[str]) -> list[Any]:
+        """Word-piece encodings (``tokenizers.Encoding``) of several texts, without special tokens."""
+        return list(self._tokenizer.encode_batch(texts, add_special_tokens=False))
 
     def count_tokens(self, text: str) -> int:
         """Word-piece tokens, without special tokens (what chunk sizes mean)."""
@@ -109,6 +132,34 @@ class Embedder:
         sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
         return dense, sparse
 
+    def embed_passages_pooled(
+        self, texts: Sequence[str], units: Sequence[Units]
+    ) -> tuple[list[list[float]], list[SparseVector], list[Pooled]]:
+        """``embed_passages`` plus, from the same forward passes (no extra model run), a vector for
+        each unit of each passage: its word pieces' output vectors mean-pooled ("late chunking").
+
+        The passages' vectors are exactly ``embed_passages``'s: the same batches, the same model
+        run, fastembed's own pooling of its output.
+        """
+        if len(units) != len(texts):
+            raise ValueError(f"{len(texts)} passages but units for {len(units)}")
+        if not texts:
+            return [], [], []
+        model: Any = self.dense.model  # fastembed's OnnxTextEmbedding: its tokenizer, run and pooling
+        dense: list[list[float]] = []
+        pooled: list[Pooled] = []
+        for first in range(0, len(texts), DENSE_BATCH):
+            batch = list(texts[first : first + DENSE_BATCH])
+            encodings = model.tokenize(batch)
+            output = model.onnx_embed(batch)
+            dense.extend(v.tolist() for v in model._post_process_onnx_output(output))
+            for row, (encoding, own) in enumerate(zip(encodings, units[first : first + DENSE_BATCH], strict=True)):
+                unit_ids = [e.ids for e in self.words.encode_batch(list(own.texts))] if own.texts else []
+                spans = align_units(encoding.ids, encoding.offsets, own.start, unit_ids)
+                pooled.append([_mean_unit(output.model_output[row], span) for span in spans])
+        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+        return dense, sparse, pooled
+
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
         """Dense vectors only (sentence scoring, calibration probes); unit length."""
         return [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)] if texts else []
@@ -117,6 +168,51 @@ class Embedder:
         dense = next(iter(self.dense.query_embed(text))).tolist()
         s = next(iter(self.sparse.query_embed(text)))
         return dense, SparseVector(s.indices.tolist(), s.values.tolist())
+
+
+def align_units(
+    ids: Sequence[int], offsets: Sequence[tuple[int, int]], start: int, units: Sequence[Sequence[int]]
+) -> list[tuple[int, int] | None]:
+    """Where each unit's word pieces lie among a passage's (``ids`` with their character
+    ``offsets``; only those from character ``start`` on count), as a range of token positions
+    ``[first, last)``; None for a unit less than half of whose pieces were found.
+
+    Units come in passage order. Each is searched as a whole from where the previous one ended
+    (the usual case: a cleaned unit keeps the passage's words); else its pieces are matched
+    against the rest of the passage in order (difflib), which skips what cleaning dropped (a
+    link's URL, markup read as pieces) and tolerates what it changed.
+    """
+    positions = [i for i, (a, b) in enumerate(offsets) if b > a and a >= start]
+    # One character per token id (ids < 0xD800), so a unit is found with str.find.
+    passage = "".join(chr(ids[i]) for i in positions)
+    found: list[tuple[int, int] | None] = []
+    cursor = 0
+    for unit in units:
+        if not unit:
+            found.append(None)
+            continue
+        at = passage.find("".join(chr(t) for t in unit), cursor)
+        if at >= 0:
+            found.append((positions[at], positions[at + len(unit) - 1] + 1))
+            cursor = at + len(unit)
+            continue
+        matcher = difflib.SequenceMatcher(None, passage[cursor:], "".join(chr(t) for t in unit), autojunk=False)
+        blocks = [b for b in matcher.get_matching_blocks() if b.size]
+        if sum(b.size for b in blocks) * 2 < len(unit):
+            found.append(None)
+            continue
+        begin, end = cursor + blocks[0].a, cursor + blocks[-1].a + blocks[-1].size
+        found.append((positions[begin], positions[end - 1] + 1))
+        cursor = end
+    return found
+
+
+def _mean_unit(tokens: NDArray[np.float32], span: tuple[int, int] | None) -> NDArray[np.float32] | None:
+    if span is None:
+        return None
+    vector = tokens[span[0] : span[1]].astype(np.float64).mean(axis=0)
+    norm = float(np.linalg.norm(vector))
+    return (vector / norm).astype(np.float32) if norm > 0 else None
 
 
 def _lean_session(embedding: Any, model_file: Path) -> None:

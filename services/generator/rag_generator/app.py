@@ -104,9 +104,26 @@ class Generator:
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
-        # The embedding model ranks extractive sentences; set at start-up (None: words only).
+        # The embedding model ranks extractive sentences without stored scores; set at start-up (None: not loaded).
         self.scorer: SentenceScorer | None = None
         self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
+        self.model_scorings = Counter(
+            "rag_generator_sentence_model_runs_total",
+            "extractive answers whose sentences the embedding model scored (no stored similarities)",
+            registry=telemetry.registry,
+        )
+
+    def _model_scorer(self) -> SentenceScorer | None:
+        """The model, counted, when the settings let it rank sentences (else words or stored scores alone)."""
+        scorer = self.scorer
+        if scorer is None or not self.settings.sentence_scoring or self.settings.sentence_fallback != "model":
+            return None
+
+        def counted(question: str, sentences: Sequence[str]) -> Sequence[float]:
+            self.model_scorings.inc()
+            return scorer(question, sentences)
+
+        return counted
 
     def extract(self, retrieved: QueryRetrieved) -> str:
         """The extractive answer: planted instructions never quoted, disagreements said in words."""
@@ -116,14 +133,17 @@ class Generator:
             p.model_copy(update={"text": strip_spans(p.text, p.injection_spans)}) if p.injection_spans else p
             for p in passages
         ]
+        settings = self.settings
+        use_stored = settings.sentence_scoring and settings.stored_sentence_scores
         return extractive_answer(
             retrieved.retrieval.rewritten_question or retrieved.query.question,
             passages,
-            max_sentences=self.settings.extractive_sentences,
-            scorer=self.scorer,
-            max_scored=self.settings.scored_sentences,
+            max_sentences=settings.extractive_sentences,
+            scorer=self._model_scorer(),
+            max_scored=settings.scored_sentences,
             conflicts=find_conflicts(masked),
             excluded=excluded,
+            stored=retrieved.retrieval.sentence_scores if use_stored else None,
         )
 
     async def draft(self, retrieved: QueryRetrieved) -> QueryDrafted:
@@ -200,7 +220,8 @@ class Generator:
             route=route,
             suspicions=suspicions,
             timings_ms=retrieved.timings_ms,
-            retrieval=retrieval,
+            # The sentence scores were for this stage only: the next hops need not carry them.
+            retrieval=retrieval.model_copy(update={"sentence_scores": {}}) if retrieval.sentence_scores else retrieval,
             draft=draft,
         )
 
@@ -244,7 +265,7 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
         if settings.configured_models():
             # litellm takes seconds to import: pay that at start-up, not on the first question.
             await asyncio.to_thread(importlib.import_module, "litellm")
-        if settings.sentence_scoring:
+        if settings.sentence_scoring and settings.sentence_fallback == "model":
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
             generator.scorer = embedding_scorer(embedder, settings.sentence_cache_size)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
@@ -28,6 +29,16 @@ class GeneratorSettings(ServiceSettings):
     extractive_sentences: int = Field(3, ge=1, le=10)
     sentence_scoring: bool = Field(
         True, description="rank extractive sentences with the embedding model too (else words only)"
+    )
+    stored_sentence_scores: bool = Field(
+        True,
+        description="rank extractive sentences by the similarities the retriever sends (from sentence vectors "
+        "stored at ingest): no model run per answer",
+    )
+    sentence_fallback: Literal["model", "words"] = Field(
+        "model",
+        description="when a sentence to rank has no stored similarity (a collection indexed without sentence "
+        "vectors): embed the sentences with the model (model) or rank by words alone (words: the model is not loaded)",
     )
     scored_sentences: int = Field(
         12, ge=1, le=200, description="sentences the embedding model re-scores per extractive answer (cost bound)"

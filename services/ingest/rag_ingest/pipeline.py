@@ -16,6 +16,7 @@ from rag_common.messages import ChunkPayload, IngestRequested
 from rag_common.vectors import ChunkRecord, Store
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.parsing import parse_document
+from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
 
 _SEPARATORS = re.compile(r"[_\-]+")
@@ -167,6 +168,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.flag_boilerplate,
         settings.pdf_headings,
         settings.code_comment_headings,
+        *(("sentence_vectors",) if settings.sentence_vectors else ()),
     )
     return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
 
@@ -189,18 +191,25 @@ def index_document(
             f"{request.source} makes {len(chunks)} chunks, more than RAG_INGEST_MAX_CHUNKS_PER_DOCUMENT="
             f"{settings.max_chunks_per_document}; split the document or raise the limit"
         )
+    payloads = [chunk_payload(request, c, settings) for c in chunks]
     with tracer.start_as_current_span("ingest.embed") as span:
         span.set_attribute("rag.chunks", len(chunks))
-        dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+        dense, sparse, sentences = embed_chunks(
+            embedder,
+            embedding_texts(request, chunks, settings),
+            chunks,
+            payloads,
+            sentence_vectors=settings.sentence_vectors,
+        )
     # chunks_total: a retried message tells a whole written version from one cut short by a crash.
     records = [
         ChunkRecord(
             chunk_index=c.chunk_index,
             dense=d,
             sparse=s,
-            payload=chunk_payload(request, c, settings).model_copy(update={"chunks_total": len(chunks)}).stored(),
+            payload=p.model_copy(update={"chunks_total": len(chunks), **x}).stored(),
         )
-        for c, d, s in zip(chunks, dense, sparse, strict=True)
+        for c, p, d, s, x in zip(chunks, payloads, dense, sparse, sentences, strict=True)
     ]
     with tracer.start_as_current_span("ingest.upsert") as span:
         span.set_attribute("rag.points", len(records))

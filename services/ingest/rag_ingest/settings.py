@@ -35,6 +35,11 @@ class IngestSettings(StoreSettings):
         description="Markdown: a level-1 heading after deeper headings is a heading (true, the Markdown rule) "
         "or an unfenced code comment kept as text (false)",
     )
+    sentence_vectors: bool = Field(
+        True,
+        description="store a vector per quotable sentence of each chunk, pooled from the chunk's own forward "
+        "pass (no extra model run), so extractive answers need no model run per question",
+    )
     ack_wait_s: float = Field(
         60.0, gt=0, description="redelivery delay of a document whose worker died (live workers extend it)"
     )

@@ -12,7 +12,7 @@ from typing import Any
 from faststream import FastStream
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
+from rag_common import sentence_vectors, subjects
 from rag_common.embedding import Embedder, SparseVector, get_embedder
 from rag_common.messages import Query, QueryRetrieved, QueryRouted, Retrieval
 from rag_common.names import check_filters
@@ -83,9 +83,17 @@ class Retriever:
             self._calibrations[collection] = (size, measured)
         return measured
 
-    def search(self, collection: str, text: str, filters: dict[str, Any], limit: int) -> tuple[list[float], list[Hit]]:
-        """One hybrid search; the sparse side gets only the question's keywords when so set."""
-        dense, sparse = self._embed(text)
+    def search(
+        self,
+        collection: str,
+        text: str,
+        filters: dict[str, Any],
+        limit: int,
+        embedded: tuple[list[float], SparseVector] | None = None,
+    ) -> tuple[list[float], list[Hit]]:
+        """One hybrid search; the sparse side gets only the question's keywords when so set.
+        ``embedded``: ``text``'s embedding when the caller has it already."""
+        dense, sparse = embedded if embedded is not None else self._embed(text)
         dense = list(dense)  # the cached list stays the cache's
         if self.settings.keyword_sparse:
             keywords = keyword_query(text)
@@ -118,14 +126,40 @@ class Retriever:
             hits = expand_within(hits, chunks, radius=s.neighbours, budget=s.context_budget_tokens, count=count)
         return hits
 
+    def sentence_scores(self, collection: str, hits: list[Hit], question: list[float]) -> dict[int, dict[str, float]]:
+        """Per passage (numbered from 1 in ``hits`` order), the similarity to the question of each
+        quotable unit whose vector ingest stored in the passage's chunks (a passage joined with its
+        neighbours has theirs too); passages of chunks stored without vectors get none."""
+        joined: list[list[tuple[str, str, int]]] = []  # per hit, the neighbouring chunks joined to it
+        for h in hits:
+            doc, version = str(h.payload.get("document_id", "")), str(h.payload.get("content_hash", ""))
+            own = int(h.payload.get("chunk_index", 0))
+            first, last = h.payload.get("chunk_span") or (own, own)
+            joined.append([(doc, version, i) for i in range(int(first), int(last) + 1) if i != own])
+        wanted = [key for keys in joined for key in keys]
+        neighbours = self.store.fetch_chunks(collection, wanted) if wanted else {}
+        scores: dict[int, dict[str, float]] = {}
+        for n, (h, keys) in enumerate(zip(hits, joined, strict=True), start=1):
+            payloads = [h.payload, *(neighbours[(d, i)] for d, _, i in keys if (d, i) in neighbours)]
+            found = sentence_vectors.scores(question, payloads)
+            if found:
+                scores[n] = found
+        return scores
+
     def rank(
-        self, collection: str, text: str, question: str, filters: dict[str, Any], used: dict[str, int] | None = None
+        self,
+        collection: str,
+        text: str,
+        question: str,
+        filters: dict[str, Any],
+        used: dict[str, int] | None = None,
+        embedded: tuple[list[float], SparseVector] | None = None,
     ) -> list[Hit]:
         """Search, fuse the parts of a two-part question, down-weight boilerplate, then pick the
         top_k with MMR or section diversity (each step behind its setting)."""
         s = self.settings
         limit = max(s.top_k, s.candidates if (s.diversify_sections or s.mmr) else 0)
-        dense, hits = self.search(collection, text, filters, limit)
+        dense, hits = self.search(collection, text, filters, limit, embedded)
         parts = split_question(question) if s.split_questions else []
         part_rankings: list[list[Hit]] = []
         if parts and s.split_mode == "cover":
@@ -170,7 +204,8 @@ class Retriever:
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
-        hits = self.rank(query.collection, text, question, query.filters, used_sources(query))
+        embedded = self._embed(text)
+        hits = self.rank(query.collection, text, question, query.filters, used_sources(query), embedded)
         hits = self.context(query.collection, hits)
         passages = to_passages(hits)
         threshold = self.calibration(query.collection).threshold
@@ -192,6 +227,11 @@ class Retriever:
         low = None
         if verdict.low_confidence and not selection.refused:
             low = f"best similarity {best:.2f} is close to this collection's threshold {threshold:.2f}"
+        scores: dict[int, dict[str, float]] = {}
+        if self.settings.sentence_scores and not selection.refused:
+            # The generator ranks its sentences against the question alone (no selected text).
+            vector = embedded[0] if text == question else self._embed(question)[0]
+            scores = self.sentence_scores(query.collection, hits, vector)
         retrieval = Retrieval(
             passages=selection.passages,
             refused=selection.refused,
@@ -199,6 +239,7 @@ class Retriever:
             rewritten_question=rewritten,
             threshold=threshold,
             low_confidence=low,
+            sentence_scores=scores,
         )
         return QueryRetrieved(
             query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval

@@ -41,6 +41,11 @@ class RetrieverSettings(StoreSettings):
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
+    sentence_scores: bool = Field(
+        True,
+        description="score the quotable sentences of the passages against the question with the vectors ingest "
+        "stored for them, and send the scores to the generator (it then needs no model run)",
+    )
     neighbours: int = Field(
         1, ge=0, le=3, description="join this many neighbouring chunks of the same section on each side of a passage"
     )

@@ -17,7 +17,9 @@ class ChunkPayload(BaseModel):
 
     ``document_id`` and ``content_hash`` are set by the vector store when it writes the chunk (the
     version it belongs to); ``injection_spans`` are character offsets into ``text`` of planted
-    instructions, so no later stage quotes them; ``boilerplate`` marks navigation sections.
+    instructions, so no later stage quotes them; ``boilerplate`` marks navigation sections;
+    ``sentence_keys`` and ``sentence_vectors`` hold a vector per quotable unit of ``text``
+    (``rag_common.sentence_vectors``), empty when ingest stored none.
     Unknown keys are ignored, so chunks written by a newer ingest stay readable.
     """
 
@@ -36,6 +38,8 @@ class ChunkPayload(BaseModel):
     injection_spans: list[tuple[int, int]] = Field(default_factory=list)
     injection_kinds: list[str] = Field(default_factory=list)
     boilerplate: bool = False
+    sentence_keys: list[str] = Field(default_factory=list)
+    sentence_vectors: str = ""
     request_id: str = ""  # which upload indexed this version (status repair)
     chunks_total: int = 0  # chunks of this version: a retried ingest tells a whole version from one cut short
     document_id: str = ""

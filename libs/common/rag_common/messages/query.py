@@ -114,6 +114,10 @@ class Retrieval(BaseModel):
     passages: list[Passage] = Field(default_factory=list)
     refused: bool = False
     refusal_reason: str | None = None
+    # Per passage ``n``: the cosine similarity to the (rewritten) question of each quotable unit, by
+    # its ``rag_common.quotable.sentence_key``, from vectors stored at ingest; only passages whose
+    # chunks have such vectors. The generator ranks extractive sentences with them, then drops them.
+    sentence_scores: dict[int, dict[str, float]] = Field(default_factory=dict)
 
 
 class Draft(BaseModel):
