@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -38,6 +39,11 @@ STOPWORDS = frozenset(
 # 256 tokens took the store process from 263 MB to 1166 MB and it never came back; 8 stay at
 # 471 MB and are no slower on CPU (docs/FAULTS.md).
 DENSE_BATCH = 8
+
+
+def passage_workers() -> int:
+    """Threads that embed passages' batches at once: one per core this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +78,18 @@ class WordPieces:
 
 
 class Embedder:
-    """Embeds passages and queries; safe to share between services in one process."""
+    """Embeds passages and queries; safe to share between services in one process.
 
-    def __init__(self, model_dir: Path) -> None:
+    Two sessions of the same model: queries and short lists run on one that spreads each run over
+    the cores (lowest latency for one text); passages (``embed_passages``, ingest) run batch by
+    batch on a single-threaded session, ``workers`` batches at once, each on its own core, with
+    BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
+    and spins while it waits, so on a loaded machine (ingest beside its own event loop and
+    writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
+    the same vectors (docs/BENCHMARKS.md).
+    """
+
+    def __init__(self, model_dir: Path, workers: int | None = None) -> None:
         missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
         if missing:
             raise ModelFolderError(
@@ -95,6 +110,10 @@ class Embedder:
             )
         self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
         _lean_session(self.dense, model_dir / "model.onnx")
+        self.bulk = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir), threads=1)
+        _lean_session(self.bulk, model_dir / "model.onnx", threads=1)
+        self.workers = workers or passage_workers()
+        self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-batch")
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
@@ -103,11 +122,23 @@ class Embedder:
         self.token_spans = self.words.token_spans
 
     def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
+        """Dense and BM25 vectors of passages: the dense batches run on the single-threaded
+        session, ``workers`` at once (shared by every caller in the process, so two documents
+        indexed at once still run at most ``workers`` batches), while this thread computes BM25."""
         if not texts:
             return [], []
-        dense = [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)]
-        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+        batches = [list(texts[i : i + DENSE_BATCH]) for i in range(0, len(texts), DENSE_BATCH)]
+        pending = [self._batches.submit(self._dense_batch, batch) for batch in batches]
+        try:
+            sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+            dense = [vector for future in pending for vector in future.result()]
+        finally:
+            for future in pending:
+                future.cancel()
         return dense, sparse
+
+    def _dense_batch(self, batch: list[str]) -> list[list[float]]:
+        return [v.tolist() for v in self.bulk.embed(batch, batch_size=DENSE_BATCH)]
 
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
         """Dense vectors only (sentence scoring, calibration probes); unit length."""
@@ -119,7 +150,7 @@ class Embedder:
         return dense, SparseVector(s.indices.tolist(), s.values.tolist())
 
 
-def _lean_session(embedding: Any, model_file: Path) -> None:
+def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) -> None:
     """Replace fastembed's onnxruntime session with one that does not keep a CPU memory arena.
 
     With the arena onnxruntime keeps the largest batch's buffers for the life of the process:
@@ -135,6 +166,9 @@ def _lean_session(embedding: Any, model_file: Path) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_cpu_mem_arena = False
+    if threads is not None:  # else onnxruntime's default: one thread per core
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
     inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
     inner.model = ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
