@@ -86,7 +86,8 @@ class Embedder:
     BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
     and spins while it waits, so on a loaded machine (ingest beside its own event loop and
     writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
-    the same vectors (docs/BENCHMARKS.md).
+    the same vectors (docs/BENCHMARKS.md). The single-threaded session is made on the first
+    passages (about 90 MB).
     """
 
     def __init__(self, model_dir: Path, workers: int | None = None) -> None:
@@ -110,8 +111,9 @@ class Embedder:
             )
         self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
         _lean_session(self.dense, model_dir / "model.onnx")
-        self.bulk = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir), threads=1)
-        _lean_session(self.bulk, model_dir / "model.onnx", threads=1)
+        self._model_dir = model_dir
+        self._bulk: Any = None  # the single-threaded session's model, made on the first passages
+        self._bulk_lock = threading.Lock()
         self.workers = workers or passage_workers()
         self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-batch")
         bm25_dir = model_dir / "bm25"
@@ -136,6 +138,20 @@ class Embedder:
             for future in pending:
                 future.cancel()
         return dense, sparse
+
+    @property
+    def bulk(self) -> Any:
+        """The passages' fastembed model on a single-threaded session, made on first use: a
+        session holds about 90 MB, which a process that never embeds passages (the retriever,
+        the generator) does not pay."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                from fastembed import TextEmbedding
+
+                bulk = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(self._model_dir), threads=1)
+                _lean_session(bulk, self._model_dir / "model.onnx", threads=1)
+                self._bulk = bulk
+            return self._bulk
 
     def _dense_batch(self, batch: list[str]) -> list[list[float]]:
         return [v.tolist() for v in self.bulk.embed(batch, batch_size=DENSE_BATCH)]
