@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from benchmarks.corpus import BenchCorpus
+from benchmarks.cpu import snapshot
 from benchmarks.system import stack_options
 from rag_common.embedding import Embedder
 from rag_devrun.stack import Stack
@@ -26,11 +27,16 @@ class IngestRun:
     seconds: float  # first upload sent → last document seen in a final state
     upload_seconds: float  # all 202s received
     index_busy_seconds: float  # sum of the ingest service's "index" stage times (parse+chunk+embed+store)
+    cpu_seconds: float | None = None  # this process tree's CPU over ``seconds`` (None off Linux)
     failed: list[str] = field(default_factory=list)
 
     @property
     def chunks_per_s(self) -> float:
         return self.chunks / self.seconds
+
+    @property
+    def cpu_ms_per_chunk(self) -> float | None:
+        return round(self.cpu_seconds * 1000 / self.chunks, 2) if self.cpu_seconds and self.chunks else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +45,7 @@ class IngestRun:
             "seconds": round(self.seconds, 3),
             "upload_seconds": round(self.upload_seconds, 3),
             "index_busy_seconds": round(self.index_busy_seconds, 3),
+            "cpu_ms_per_chunk": self.cpu_ms_per_chunk,
             "failed": self.failed,
         }
 
@@ -62,6 +69,7 @@ async def ingest_through_http(
         Stack(stack_options(data_dir, nats_url, model_dir)) as stack,
         httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client,
     ):
+        cpu_before = snapshot()
         started = time.perf_counter()
         deadline = time.monotonic() + timeout_s
         ids: list[tuple[str, str]] = []
@@ -87,6 +95,7 @@ async def ingest_through_http(
                 raise TimeoutError(f"{len(pending)} of {len(ids)} documents not indexed within {timeout_s:.0f}s")
             await asyncio.sleep(POLL_S)
         finished = time.perf_counter()
+        cpu_after = snapshot()
         busy = _index_busy_seconds(stack)
     return IngestRun(
         documents=len(ids),
@@ -94,13 +103,18 @@ async def ingest_through_http(
         seconds=finished - started,
         upload_seconds=uploaded - started,
         index_busy_seconds=busy,
+        cpu_seconds=cpu_after.own - cpu_before.own if cpu_before and cpu_after else None,
         failed=[s for s, r in records.items() if r.get("status") != "indexed"],
     )
 
 
-def embed_only(embedder: Embedder, corpus: BenchCorpus) -> float:
-    """Seconds to embed every chunk text, dense + sparse, one call per document as ingest does."""
+def embed_only(embedder: Embedder, corpus: BenchCorpus) -> tuple[float, float | None]:
+    """Seconds to embed every chunk text, dense + sparse, one call per document as ingest does,
+    and this process tree's CPU seconds meanwhile (None off Linux)."""
+    cpu_before = snapshot()
     started = time.perf_counter()
     for doc in corpus.documents:
         embedder.embed_passages(doc.chunk_texts)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    cpu_after = snapshot()
+    return seconds, (cpu_after.own - cpu_before.own if cpu_before and cpu_after else None)

@@ -11,6 +11,9 @@
   would embed without them, and what each way costs.
 - ``sentences``: what the sentence vectors cost at ingest (chunks embedded with and without them)
   and in the retriever (retrievals with and without the sentence scores), each pair in turn.
+- ``ingest``: the slice indexed step by step as ``index_document`` does it (parse, chunk, embed
+  dense + BM25, payloads, store write, the handler's store reads), in-process: wall and process
+  CPU per chunk of each step, beside the embedder alone on the same texts.
 
 Each prints wall and CPU times unprofiled, then a cProfile run's own time grouped by package.
 """
@@ -36,13 +39,13 @@ from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
-from rag_common.vectors import configured_store
+from rag_common.vectors import ChunkRecord, configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
-from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, make_chunks
+from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, index_version, make_chunks
 from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import Retriever
@@ -302,13 +305,75 @@ def sentences(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
             print(f"retrieve, {what + ':':<22} wall {summarize(times[what])} ms; CPU {summarize(cpus[what])} ms")
 
 
+def ingest_steps(corpus_dir: Path, target_chunks: int, model_dir: Path) -> None:
+    """Where an ingest's time goes in the worker thread, step by step (no NATS, no HTTP)."""
+    embedder = get_embedder(model_dir)
+    settings = IngestSettings()
+    walls: dict[str, float] = {}
+    cpus: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(name: str) -> Iterator[None]:
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        yield
+        walls[name] = walls.get(name, 0.0) + time.perf_counter() - t0
+        cpus[name] = cpus.get(name, 0.0) + cpu_seconds() - c0
+
+    with tempfile.TemporaryDirectory(prefix="rag-bench-profile-") as tmp:
+        work = Path(tmp)
+        if corpus_dir.is_dir():
+            corpus = shared_corpus(corpus_dir, target_chunks, work / "corpus", embedder, settings, 0)
+        else:
+            corpus = synthetic_corpus(target_chunks, work / "corpus", embedder, settings, 0)
+        embedder.embed_passages(corpus.documents[0].chunk_texts[:16])  # warm both sessions
+        store = configured_store(settings, work / "qdrant")
+        for i, doc in enumerate(corpus.documents):
+            request = IngestRequested(
+                request_id="profile",
+                document_id=f"doc{i}",
+                source=doc.source,
+                object_name="-",
+                content_hash="v1",
+                size=len(doc.data),
+            )
+            version = index_version(request.content_hash, settings)
+            with timed("store reads (handler)"):
+                if store.collection_exists("default"):
+                    store.document_state("default", request.document_id)
+                    store.version_state("default", request.document_id, version)
+            with timed("parse + chunk"):
+                chunks = make_chunks(request, doc.data, embedder, settings)
+            texts = embedding_texts(request, chunks, settings)
+            with timed("embed (dense + BM25)"):
+                dense, sparse = embedder.embed_passages(texts)
+            with timed("payloads"):
+                records = [
+                    ChunkRecord(c.chunk_index, d, s, chunk_payload(request, c, settings).stored())
+                    for c, d, s in zip(chunks, dense, sparse, strict=True)
+                ]
+            with timed("store write"):
+                store.ensure_collection("default")
+                store.replace_document("default", request.document_id, version, records)
+        with timed("the embedder alone, again"):
+            for doc in corpus.documents:
+                embedder.embed_passages(doc.chunk_texts)
+        store.close()
+    n = corpus.chunks
+    pipeline = sum(w for k, w in walls.items() if not k.startswith("the embedder"))
+    print(f"{n} chunks of {len(corpus.documents)} documents; {embedder.workers} passage workers")
+    print(f"{'step':28} {'wall ms/chunk':>14} {'share':>6} {'CPU ms/chunk':>13}")
+    for name, wall in walls.items():
+        share = "" if name.startswith("the embedder") else f"{100 * wall / pipeline:5.1f}%"
+        print(f"{name:28} {wall * 1000 / n:14.2f} {share:>6} {cpus[name] * 1000 / n:13.2f}")
+
+
 async def _drop(query: object, delta: object) -> None:
     return None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["hops", "retrieval", "generation", "sentences"])
+    parser.add_argument("what", choices=["hops", "retrieval", "generation", "sentences", "ingest"])
     parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
@@ -318,6 +383,8 @@ def main() -> None:
     model_dir = args.model_dir.resolve()
     if args.what == "hops":
         asyncio.run(hops(args.count, model_dir))
+    elif args.what == "ingest":
+        ingest_steps(args.corpus, args.target_chunks, model_dir)
     elif args.what == "retrieval":
         retrieval(args.corpus, args.target_chunks, min(args.count, 100), model_dir)
     elif args.what == "sentences":

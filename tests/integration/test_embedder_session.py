@@ -1,12 +1,14 @@
-"""The embedding model's onnxruntime session frees each run's buffers (no CPU memory arena)."""
+"""The embedding model's onnxruntime sessions: no CPU memory arena; passages' batches in parallel."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from rag_common.embedding import get_embedder
+from rag_common.embedding import Embedder, get_embedder
 
 pytestmark = pytest.mark.integration
 
@@ -18,3 +20,32 @@ def test_the_session_keeps_no_arena_and_still_embeds(model_dir: Path) -> None:
     dense, sparse = embedder.embed_query("How much does the Pro plan cost?")
     assert len(dense) == 384 and abs(sum(v * v for v in dense) - 1) < 1e-3  # still the same normalised model
     assert sparse.indices
+
+
+class _Meeting:
+    """A session whose runs each wait until ``parties`` runs are under way at once."""
+
+    def __init__(self, inner: Any, parties: int) -> None:
+        self.inner = inner
+        self.together = threading.Barrier(parties, timeout=30)
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        self.together.wait()  # BrokenBarrierError unless the batches run at the same time
+        return self.inner.run(*args, **kwargs)
+
+    def get_inputs(self) -> Any:
+        return self.inner.get_inputs()
+
+
+def test_passages_run_their_batches_at_once_on_single_threaded_sessions(model_dir: Path) -> None:
+    embedder = Embedder(model_dir, workers=2)
+    bulk: Any = embedder.bulk.model  # fastembed's OnnxTextEmbedding; its .model is the session
+    assert bulk.model.get_session_options().intra_op_num_threads == 1
+    assert embedder.dense.model.model.get_session_options().intra_op_num_threads == 0  # type: ignore[attr-defined]
+    texts = [f"Passage {i}: the Pro plan costs ${i} per user per month, billed yearly." for i in range(16)]
+    bulk.model = _Meeting(bulk.model, parties=2)  # two batches of 8: each waits for the other
+    dense, sparse = embedder.embed_passages(texts)
+    assert len(dense) == len(sparse) == 16 and all(s.indices for s in sparse)
+    # The same vectors as the multi-threaded session gives, in the same order.
+    for got, want in zip(dense, embedder.embed_dense(texts), strict=True):
+        assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5

@@ -10,6 +10,7 @@ import difflib
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -42,6 +43,11 @@ STOPWORDS = frozenset(
 # 256 tokens took the store process from 263 MB to 1166 MB and it never came back; 8 stay at
 # 471 MB and are no slower on CPU (docs/FAULTS.md).
 DENSE_BATCH = 8
+
+
+def passage_workers() -> int:
+    """Threads that embed passages' batches at once: one per core this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +101,19 @@ class WordPieces:
 
 
 class Embedder:
-    """Embeds passages and queries; safe to share between services in one process."""
+    """Embeds passages and queries; safe to share between services in one process.
 
-    def __init__(self, model_dir: Path) -> None:
+    Two sessions of the same model: queries and short lists run on one that spreads each run over
+    the cores (lowest latency for one text); passages (``embed_passages``, ingest) run batch by
+    batch on a single-threaded session, ``workers`` batches at once, each on its own core, with
+    BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
+    and spins while it waits, so on a loaded machine (ingest beside its own event loop and
+    writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
+    the same vectors (docs/BENCHMARKS.md). The single-threaded session is made on the first
+    passages (about 90 MB).
+    """
+
+    def __init__(self, model_dir: Path, workers: int | None = None) -> None:
         missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
         if missing:
             raise ModelFolderError(
@@ -118,6 +134,11 @@ class Embedder:
             )
         self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
         _lean_session(self.dense, model_dir / "model.onnx")
+        self._model_dir = model_dir
+        self._bulk: Any = None  # the single-threaded session's model, made on the first passages
+        self._bulk_lock = threading.Lock()
+        self.workers = workers or passage_workers()
+        self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-batch")
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
@@ -126,10 +147,19 @@ class Embedder:
         self.token_spans = self.words.token_spans
 
     def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
+        """Dense and BM25 vectors of passages: the dense batches run on the single-threaded
+        session, ``workers`` at once (shared by every caller in the process, so two documents
+        indexed at once still run at most ``workers`` batches), while this thread computes BM25."""
         if not texts:
             return [], []
-        dense = [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)]
-        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+        batches = [list(texts[i : i + DENSE_BATCH]) for i in range(0, len(texts), DENSE_BATCH)]
+        pending = [self._batches.submit(self._dense_batch, batch) for batch in batches]
+        try:
+            sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+            dense = [vector for future in pending for vector in future.result()]
+        finally:
+            for future in pending:
+                future.cancel()
         return dense, sparse
 
     def embed_passages_pooled(
@@ -138,27 +168,60 @@ class Embedder:
         """``embed_passages`` plus, from the same forward passes (no extra model run), a vector for
         each unit of each passage: its word pieces' output vectors mean-pooled ("late chunking").
 
-        The passages' vectors are exactly ``embed_passages``'s: the same batches, the same model
-        run, fastembed's own pooling of its output.
+        The passages' vectors are exactly ``embed_passages``'s: the same batches on the same
+        single-threaded sessions (``workers`` at once, BM25 meanwhile in this thread), the same
+        model run, fastembed's own pooling of its output.
         """
         if len(units) != len(texts):
             raise ValueError(f"{len(texts)} passages but units for {len(units)}")
         if not texts:
             return [], [], []
-        model: Any = self.dense.model  # fastembed's OnnxTextEmbedding: its tokenizer, run and pooling
-        dense: list[list[float]] = []
-        pooled: list[Pooled] = []
-        for first in range(0, len(texts), DENSE_BATCH):
-            batch = list(texts[first : first + DENSE_BATCH])
-            encodings = model.tokenize(batch)
-            output = model.onnx_embed(batch)
-            dense.extend(v.tolist() for v in model._post_process_onnx_output(output))
-            for row, (encoding, own) in enumerate(zip(encodings, units[first : first + DENSE_BATCH], strict=True)):
-                unit_ids = [e.ids for e in self.words.encode_batch(list(own.texts))] if own.texts else []
-                spans = align_units(encoding.ids, encoding.offsets, own.start, unit_ids)
-                pooled.append([_mean_unit(output.model_output[row], span) for span in spans])
-        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+        starts = range(0, len(texts), DENSE_BATCH)
+        pending = [
+            self._batches.submit(self._pooled_batch, list(texts[i : i + DENSE_BATCH]), list(units[i : i + DENSE_BATCH]))
+            for i in starts
+        ]
+        try:
+            sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+            dense: list[list[float]] = []
+            pooled: list[Pooled] = []
+            for future in pending:
+                batch_dense, batch_pooled = future.result()
+                dense.extend(batch_dense)
+                pooled.extend(batch_pooled)
+        finally:
+            for future in pending:
+                future.cancel()
         return dense, sparse, pooled
+
+    def _pooled_batch(self, batch: list[str], own_units: list[Units]) -> tuple[list[list[float]], list[Pooled]]:
+        model: Any = self.bulk.model  # fastembed's OnnxTextEmbedding: its tokenizer, run and pooling
+        encodings = model.tokenize(batch)
+        output = model.onnx_embed(batch)
+        dense = [v.tolist() for v in model._post_process_onnx_output(output)]
+        pooled: list[Pooled] = []
+        for row, (encoding, own) in enumerate(zip(encodings, own_units, strict=True)):
+            unit_ids = [e.ids for e in self.words.encode_batch(list(own.texts))] if own.texts else []
+            spans = align_units(encoding.ids, encoding.offsets, own.start, unit_ids)
+            pooled.append([_mean_unit(output.model_output[row], span) for span in spans])
+        return dense, pooled
+
+    @property
+    def bulk(self) -> Any:
+        """The passages' fastembed model on a single-threaded session, made on first use: a
+        session holds about 90 MB, which a process that never embeds passages (the retriever,
+        the generator) does not pay."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                from fastembed import TextEmbedding
+
+                bulk = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(self._model_dir), threads=1)
+                _lean_session(bulk, self._model_dir / "model.onnx", threads=1)
+                self._bulk = bulk
+            return self._bulk
+
+    def _dense_batch(self, batch: list[str]) -> list[list[float]]:
+        return [v.tolist() for v in self.bulk.embed(batch, batch_size=DENSE_BATCH)]
 
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
         """Dense vectors only (sentence scoring, calibration probes); unit length."""
@@ -215,7 +278,7 @@ def _mean_unit(tokens: NDArray[np.float32], span: tuple[int, int] | None) -> NDA
     return (vector / norm).astype(np.float32) if norm > 0 else None
 
 
-def _lean_session(embedding: Any, model_file: Path) -> None:
+def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) -> None:
     """Replace fastembed's onnxruntime session with one that does not keep a CPU memory arena.
 
     With the arena onnxruntime keeps the largest batch's buffers for the life of the process:
@@ -231,6 +294,9 @@ def _lean_session(embedding: Any, model_file: Path) -> None:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_cpu_mem_arena = False
+    if threads is not None:  # else onnxruntime's default: one thread per core
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
     inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
     inner.model = ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
