@@ -38,6 +38,10 @@ STOPWORDS = frozenset(
 # 256 tokens took the store process from 263 MB to 1166 MB and it never came back; 8 stay at
 # 471 MB and are no slower on CPU (docs/FAULTS.md).
 DENSE_BATCH = 8
+# BM25's length normalisation divides a chunk's term count by this: fastembed's default (256)
+# is far above our chunks' (200 word-pieces are 61-64 stemmed BM25 terms on average on
+# anthropic-docs, contoso and projectdocs), which made long and short chunks score alike.
+BM25_AVG_LEN = 64.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +102,38 @@ class Embedder:
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
+        self._bm25_dir = bm25_dir
+        self._bm25_by_avg_len: dict[float, Any] = {}
+        self._bm25_lock = threading.Lock()
         self.words = WordPieces(model_dir / "tokenizer.json")
         self.count_tokens = self.words.count_tokens
         self.token_spans = self.words.token_spans
 
-    def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
+    def embed_passages(
+        self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN
+    ) -> tuple[list[list[float]], list[SparseVector]]:
         if not texts:
             return [], []
         dense = [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)]
-        sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
-        return dense, sparse
+        return dense, self.embed_sparse(texts, bm25_avg_len=bm25_avg_len)
+
+    def embed_sparse(self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN) -> list[SparseVector]:
+        """BM25 document vectors (term weights with length normalisation against ``bm25_avg_len``
+        terms); no model run."""
+        return [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self._bm25(bm25_avg_len).embed(list(texts))]
+
+    def _bm25(self, avg_len: float) -> Any:
+        """The BM25 encoder for one average length (one per value, made on first use)."""
+        with self._bm25_lock:
+            model = self._bm25_by_avg_len.get(avg_len)
+            if model is None:
+                from fastembed import SparseTextEmbedding
+
+                model = SparseTextEmbedding(
+                    "Qdrant/bm25", specific_model_path=str(self._bm25_dir), stopwords=set(STOPWORDS), avg_len=avg_len
+                )
+                self._bm25_by_avg_len[avg_len] = model
+            return model
 
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
         """Dense vectors only (sentence scoring, calibration probes); unit length."""

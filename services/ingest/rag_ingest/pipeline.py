@@ -167,6 +167,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.flag_boilerplate,
         settings.pdf_headings,
         settings.code_comment_headings,
+        settings.bm25_avg_len,
     )
     return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
 
@@ -191,7 +192,9 @@ def index_document(
         )
     with tracer.start_as_current_span("ingest.embed") as span:
         span.set_attribute("rag.chunks", len(chunks))
-        dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+        dense, sparse = embedder.embed_passages(
+            embedding_texts(request, chunks, settings), bm25_avg_len=settings.bm25_avg_len
+        )
     # chunks_total: a retried message tells a whole written version from one cut short by a crash.
     records = [
         ChunkRecord(
