@@ -120,7 +120,8 @@ class Embedder:
     def embed_sparse(self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN) -> list[SparseVector]:
         """BM25 document vectors (term weights with length normalisation against ``bm25_avg_len``
         terms); no model run."""
-        return [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self._bm25(bm25_avg_len).embed(list(texts))]
+        encoder = self._bm25(bm25_avg_len)
+        return [SparseVector(s.indices.tolist(), s.values.tolist()) for s in encoder.embed(list(texts))]
 
     def _bm25(self, avg_len: float) -> Any:
         """The BM25 encoder for one average length (one per value, made on first use)."""
