@@ -167,7 +167,7 @@ def test_each_side_takes_its_own_number_of_candidates_into_the_fusion(store: Sto
     dense, sparse = embedder.embed_query("Orbitly installer")  # BM25 matches setup.md's three chunks
     for fusion in ("rrf", "dbsf"):
 
-        def fused(prefetch: int, sparse_prefetch: int | None) -> set[tuple[str, int]]:
+        def fused(prefetch: int, sparse_prefetch: int | None, fusion: str = fusion) -> set[tuple[str, int]]:
             hits = store.hybrid_search(
                 "docs",
                 dense,
