@@ -27,7 +27,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient
 
-from rag_common.embedding import Embedder, SparseVector, get_embedder
+from rag_common.embedding import BM25_AVG_LEN, Embedder, SparseVector, get_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_devrun.corpus import corpus_files
@@ -40,12 +40,16 @@ from rag_retriever.settings import RetrieverSettings
 
 
 class CachedEmbedder:
-    """Wraps the embedder: passage vectors are looked up by text hash before the model is run."""
+    """Wraps the embedder: passage vectors are looked up by text hash before the model is run.
+
+    Only dense vectors come from the cache; BM25 vectors are computed every time (no model run),
+    so a changed ``RAG_INGEST_BM25_AVG_LEN`` takes effect without re-embedding anything.
+    """
 
     def __init__(self, inner: Embedder, cache: Path | None) -> None:
         self.inner = inner
         self.path = cache
-        self.store: dict[str, tuple[list[float], SparseVector]] = {}
+        self.store: dict[str, Any] = {}
         if cache and cache.is_file():
             with cache.open("rb") as f:
                 self.store = pickle.load(f)
@@ -54,15 +58,19 @@ class CachedEmbedder:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def embed_passages(self, texts: list[str]) -> tuple[list[list[float]], list[SparseVector]]:
+    def embed_passages(
+        self, texts: list[str], *, bm25_avg_len: float = BM25_AVG_LEN
+    ) -> tuple[list[list[float]], list[SparseVector]]:
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         todo = [i for i, k in enumerate(keys) if k not in self.store]
         if todo:
-            dense, sparse = self.inner.embed_passages([texts[i] for i in todo])
-            for i, d, s in zip(todo, dense, sparse, strict=True):
-                self.store[keys[i]] = (d, s)
+            dense = self.inner.embed_dense([texts[i] for i in todo])
+            for i, d in zip(todo, dense, strict=True):
+                self.store[keys[i]] = d
             self.dirty = True
-        return [self.store[k][0] for k in keys], [self.store[k][1] for k in keys]
+        # an entry is the dense vector (older caches hold a (dense, sparse) pair)
+        vectors = [self.store[k][0] if isinstance(self.store[k], tuple) else self.store[k] for k in keys]
+        return vectors, self.inner.embed_sparse(texts, bm25_avg_len=bm25_avg_len)
 
     def save(self) -> None:
         if self.path and self.dirty:
@@ -89,7 +97,9 @@ def ingest(
             size=path.stat().st_size,
         )
         chunks = make_chunks(request, path.read_bytes(), embedder, settings)  # type: ignore[arg-type]
-        dense, sparse = embedder.embed_passages(embedding_texts(request, chunks, settings))
+        dense, sparse = embedder.embed_passages(
+            embedding_texts(request, chunks, settings), bm25_avg_len=settings.bm25_avg_len
+        )
         records = [
             ChunkRecord(
                 chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings).stored()

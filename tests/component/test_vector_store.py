@@ -162,6 +162,29 @@ def test_rrf_weights_move_the_ranking_toward_one_side(store: Store, embedder: Em
     assert set(plain) <= set(dense_only) | set(bm25_only) | set(plain)
 
 
+def test_each_side_takes_its_own_number_of_candidates_into_the_fusion(store: Store, embedder: Embedder) -> None:
+    load(store, embedder)
+    dense, sparse = embedder.embed_query("Orbitly installer")  # BM25 matches setup.md's three chunks
+    for fusion in ("rrf", "dbsf"):
+
+        def fused(prefetch: int, sparse_prefetch: int | None, fusion: str = fusion) -> set[tuple[str, int]]:
+            hits = store.hybrid_search(
+                "docs",
+                dense,
+                sparse,
+                limit=6,
+                prefetch_limit=prefetch,
+                sparse_prefetch_limit=sparse_prefetch,
+                rrf_k=60,
+                fusion=fusion,
+            )
+            return {(h.payload["source"], h.payload["chunk_index"]) for h in hits}
+
+        assert len(fused(1, None)) <= 2  # one candidate a side when the BM25 side is not set apart
+        assert fused(1, 3) == {("setup.md", 0), ("setup.md", 1), ("setup.md", 2)}  # 1 dense + 3 BM25
+        assert len(fused(6, 1)) == 6  # the dense side keeps its own six
+
+
 def test_fetch_chunks_and_best_similarities(store: Store, embedder: Embedder) -> None:
     load(store, embedder)
     found = store.fetch_chunks("docs", [("setup.md", "v1", 1), ("setup.md", "v1", 3), ("pricing.md", "v1", 0)])

@@ -92,6 +92,7 @@ def test_index_version_changes_with_chunking_settings_only() -> None:
         IngestSettings(flag_boilerplate=not base.flag_boilerplate),
         IngestSettings(pdf_headings=not base.pdf_headings),
         IngestSettings(code_comment_headings=not base.code_comment_headings),
+        IngestSettings(bm25_avg_len=256.0),  # BM25 vectors change: the chunks are written again
     ):
         assert index_version("abc", changed) != index_version("abc", base)
     assert index_version("abc", IngestSettings(concurrency=7)) == index_version("abc", base)

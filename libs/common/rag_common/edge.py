@@ -244,6 +244,7 @@ class EdgeStore:
         limit: int,
         prefetch_limit: int,
         rrf_k: int,
+        sparse_prefetch_limit: int | None = None,
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
         fusion: str = "rrf",
@@ -260,7 +261,7 @@ class EdgeStore:
             prefetches=[
                 Prefetch(limit=prefetch_limit, query=Query.Nearest(dense, using=DENSE), filter=query_filter),
                 Prefetch(
-                    limit=prefetch_limit,
+                    limit=sparse_prefetch_limit or prefetch_limit,
                     query=Query.Nearest(SparseVector(indices=sparse.indices, values=sparse.values), using=SPARSE),
                     filter=query_filter,
                 ),

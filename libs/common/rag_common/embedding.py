@@ -43,6 +43,10 @@ STOPWORDS = frozenset(
 # 256 tokens took the store process from 263 MB to 1166 MB and it never came back; 8 stay at
 # 471 MB and are no slower on CPU (docs/FAULTS.md).
 DENSE_BATCH = 8
+# BM25's length normalisation divides a chunk's term count by this: fastembed's default (256)
+# is far above our chunks' (200 word-pieces are 61-64 stemmed BM25 terms on average on
+# anthropic-docs, contoso and projectdocs), which made long and short chunks score alike.
+BM25_AVG_LEN = 64.0
 
 
 def passage_workers() -> int:
@@ -142,11 +146,16 @@ class Embedder:
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
         self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
+        self._bm25_dir = bm25_dir
+        self._bm25_by_avg_len: dict[float, Any] = {}
+        self._bm25_lock = threading.Lock()
         self.words = WordPieces(model_dir / "tokenizer.json")
         self.count_tokens = self.words.count_tokens
         self.token_spans = self.words.token_spans
 
-    def embed_passages(self, texts: Sequence[str]) -> tuple[list[list[float]], list[SparseVector]]:
+    def embed_passages(
+        self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN
+    ) -> tuple[list[list[float]], list[SparseVector]]:
         """Dense and BM25 vectors of passages: the dense batches run on the single-threaded
         session, ``workers`` at once (shared by every caller in the process, so two documents
         indexed at once still run at most ``workers`` batches), while this thread computes BM25."""
@@ -155,15 +164,34 @@ class Embedder:
         batches = [list(texts[i : i + DENSE_BATCH]) for i in range(0, len(texts), DENSE_BATCH)]
         pending = [self._batches.submit(self._dense_batch, batch) for batch in batches]
         try:
-            sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+            sparse = self.embed_sparse(texts, bm25_avg_len=bm25_avg_len)
             dense = [vector for future in pending for vector in future.result()]
         finally:
             for future in pending:
                 future.cancel()
         return dense, sparse
 
+    def embed_sparse(self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN) -> list[SparseVector]:
+        """BM25 document vectors (term weights with length normalisation against ``bm25_avg_len``
+        terms); no model run."""
+        encoder = self._bm25(bm25_avg_len)
+        return [SparseVector(s.indices.tolist(), s.values.tolist()) for s in encoder.embed(list(texts))]
+
+    def _bm25(self, avg_len: float) -> Any:
+        """The BM25 encoder for one average length (one per value, made on first use)."""
+        with self._bm25_lock:
+            model = self._bm25_by_avg_len.get(avg_len)
+            if model is None:
+                from fastembed import SparseTextEmbedding
+
+                model = SparseTextEmbedding(
+                    "Qdrant/bm25", specific_model_path=str(self._bm25_dir), stopwords=set(STOPWORDS), avg_len=avg_len
+                )
+                self._bm25_by_avg_len[avg_len] = model
+            return model
+
     def embed_passages_pooled(
-        self, texts: Sequence[str], units: Sequence[Units]
+        self, texts: Sequence[str], units: Sequence[Units], *, bm25_avg_len: float = BM25_AVG_LEN
     ) -> tuple[list[list[float]], list[SparseVector], list[Pooled]]:
         """``embed_passages`` plus, from the same forward passes (no extra model run), a vector for
         each unit of each passage: its word pieces' output vectors mean-pooled ("late chunking").
@@ -182,7 +210,7 @@ class Embedder:
             for i in starts
         ]
         try:
-            sparse = [SparseVector(s.indices.tolist(), s.values.tolist()) for s in self.sparse.embed(list(texts))]
+            sparse = self.embed_sparse(texts, bm25_avg_len=bm25_avg_len)
             dense: list[list[float]] = []
             pooled: list[Pooled] = []
             for future in pending:

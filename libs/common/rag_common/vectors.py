@@ -138,6 +138,7 @@ class Store(Protocol):
         limit: int,
         prefetch_limit: int,
         rrf_k: int,
+        sparse_prefetch_limit: int | None = None,
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
         fusion: str = "rrf",
@@ -313,6 +314,7 @@ class VectorStore:
         limit: int,
         prefetch_limit: int,
         rrf_k: int,
+        sparse_prefetch_limit: int | None = None,
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
         fusion: str = "rrf",
@@ -320,7 +322,9 @@ class VectorStore:
         """Dense and BM25 candidates fused by reciprocal rank fusion in Qdrant's Query API.
 
         ``similarity`` is the dense cosine of each hit to the query (fusion scores are rank-based
-        and say nothing absolute), which the retriever's relevance threshold uses. ``weights``
+        and say nothing absolute), which the retriever's relevance threshold uses.
+        ``prefetch_limit`` dense and ``sparse_prefetch_limit`` BM25 candidates (default: as many
+        as dense) go into the fusion. ``weights``
         (dense, BM25) weigh the two rankings in the fusion; None weighs them equally. ``fusion``
         ``dbsf`` fuses the scores instead (distribution-based score fusion: each side's scores
         normalised by their mean ± 3 standard deviations, then summed; no weights).
@@ -334,7 +338,7 @@ class VectorStore:
                     models.Prefetch(
                         query=models.SparseVector(indices=sparse.indices, values=sparse.values),
                         using=SPARSE,
-                        limit=prefetch_limit,
+                        limit=sparse_prefetch_limit or prefetch_limit,
                         filter=query_filter,
                     ),
                 ],

@@ -168,6 +168,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.flag_boilerplate,
         settings.pdf_headings,
         settings.code_comment_headings,
+        settings.bm25_avg_len,
         *(("sentence_vectors",) if settings.sentence_vectors else ()),
     )
     return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
@@ -200,6 +201,7 @@ def index_document(
             chunks,
             payloads,
             sentence_vectors=settings.sentence_vectors,
+            bm25_avg_len=settings.bm25_avg_len,
         )
     # chunks_total: a retried message tells a whole written version from one cut short by a crash.
     records = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_common.embedding import Embedder, SparseVector, Units
+from rag_common.embedding import BM25_AVG_LEN, Embedder, SparseVector, Units
 from rag_common.messages import ChunkPayload, Passage
 from rag_common.quotable import candidate_sentences, sentence_key
 from rag_common.sentence_vectors import pack
@@ -33,16 +33,17 @@ def embed_chunks(
     payloads: Sequence[ChunkPayload],
     *,
     sentence_vectors: bool,
+    bm25_avg_len: float = BM25_AVG_LEN,
 ) -> tuple[list[list[float]], list[SparseVector], list[dict[str, Any]]]:
     """Each chunk's dense and sparse vectors (``texts``: what is embedded, its context header then
     its text) and the payload fields of its units' vectors (none when ``sentence_vectors`` is off)."""
     if not sentence_vectors:
-        dense, sparse = embedder.embed_passages(texts)
+        dense, sparse = embedder.embed_passages(texts, bm25_avg_len=bm25_avg_len)
         return dense, sparse, [{} for _ in texts]
     units = [chunk_units(c, p.injection_spans) for c, p in zip(chunks, payloads, strict=True)]
     starts = [len(t) - len(c.text) for t, c in zip(texts, chunks, strict=True)]
     dense, sparse, pooled = embedder.embed_passages_pooled(
-        texts, [Units(start, own) for start, own in zip(starts, units, strict=True)]
+        texts, [Units(start, own) for start, own in zip(starts, units, strict=True)], bm25_avg_len=bm25_avg_len
     )
     fields = [pack([sentence_key(u) for u in own], vectors) for own, vectors in zip(units, pooled, strict=True)]
     return dense, sparse, fields

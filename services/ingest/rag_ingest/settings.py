@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from rag_common.embedding import BM25_AVG_LEN
 from rag_common.settings import StoreSettings
 
 
@@ -23,6 +24,13 @@ class IngestSettings(StoreSettings):
         "title",
         description="put before each chunk's embedded and BM25-indexed text: nothing, its heading path, "
         "or the document title and heading path (the stored and quoted text is never changed)",
+    )
+    bm25_avg_len: float = Field(
+        BM25_AVG_LEN,
+        gt=0,
+        le=100_000,
+        description="BM25 length normalisation: a chunk's term count is compared with this average "
+        "(about a third of chunk_max_tokens; fastembed's default is 256)",
     )
     flag_boilerplate: bool = Field(
         True, description="mark link-only and 'Next steps'-style chunks so the retriever ranks them lower"

@@ -106,6 +106,7 @@ class Retriever:
             sparse,
             limit=limit,
             prefetch_limit=self.settings.prefetch_limit,
+            sparse_prefetch_limit=self.settings.sparse_prefetch_limit,
             rrf_k=self.settings.rrf_k,
             filters=filters,
             weights=None

@@ -69,7 +69,8 @@ class RetrieverSettings(StoreSettings):
     fusion: Literal["rrf", "dbsf"] = Field(
         "dbsf", description="fuse dense and BM25 by rank (rrf) or by normalised score (dbsf, no weights)"
     )
-    prefetch_limit: int = Field(30, ge=1, le=500, description="candidates per retriever before fusion")
+    prefetch_limit: int = Field(60, ge=1, le=500, description="dense candidates before fusion")
+    sparse_prefetch_limit: int = Field(50, ge=1, le=500, description="BM25 candidates before fusion")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(
         0.30, ge=-1, le=1, description="refuse when the best passage's dense cosine to the question is below this"
