@@ -56,7 +56,7 @@ run-processes: install model ## make run with one process per service (store, ro
 
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy libs services gateway tests
+	$(VENV)/bin/mypy libs services gateway tests benchmarks
 	$(PY) -m pytest
 
 test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
@@ -75,7 +75,7 @@ chaos: install model ## kill each service and nats-server with load in flight (<
 	timeout 330 $(PY) -m benchmarks.chaos $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests benchmarks
 
 clean: ## remove the virtualenv and local data
 	rm -rf $(VENV) data

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import nats
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from rag_common import subjects
@@ -132,7 +133,7 @@ class InProcessPipeline:
 class NatsClient:
     """Asks over JetStream as the gateway does, and waits on its own answer subject."""
 
-    def __init__(self, nc: nats.NATS) -> None:
+    def __init__(self, nc: NATS) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.gateway_id = "bench" + new_id()[:8]
