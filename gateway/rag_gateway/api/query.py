@@ -18,6 +18,8 @@ from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, 
 from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
+from rag_common.transport.broker import lean_broker
+from rag_common.transport.publishing import JSON
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
 from rag_gateway.auth import Right
@@ -95,12 +97,19 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
 
 
 async def submit(
-    gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] | None = None, label: str | None = None
+    gateway: Gateway,
+    body: QueryIn,
+    rid: str,
+    history: list[Turn] | None = None,
+    label: str | None = None,
+    *,
+    stream: bool,
 ) -> Pending:
     """Publish the question to the first stage; the answer will come back on our own subject.
 
     ``rid`` is always the server's own id: it names the answer subject and the message ids, so
     no client can make two questions share one. ``label`` (the client's id) only goes to the log.
+    ``stream``: whether the caller relays token deltas (else the generator sends none).
     """
     if history is None:
         history = await conversation(gateway, body)
@@ -116,6 +125,7 @@ async def submit(
             filters=body.filters,
             selected_text=body.selected_text,
             trace_id=current_trace_id(),
+            stream=stream,
         )
     )
     try:
@@ -129,14 +139,17 @@ async def submit(
 
 
 async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
-    """Queue a question for the first stage. The message id is the request id: JetStream drops a
-    second publish of one question within the stream's duplicate window."""
-    await gateway.broker.publish(
-        message,
-        subjects.QUERY_REQUESTED,
-        stream=subjects.QUERY_STREAM,
-        headers={"Nats-Msg-Id": f"{message.query.request_id}:requested"},
-    )
+    """Queue a question for the first stage; returns once JetStream has stored it (its PubAck).
+
+    The message id is the request id: JetStream drops a second publish of one question within the
+    stream's duplicate window. On the lean path (nats-py, ``RagBroker.publish_raw``) the HTTP
+    request's trace context goes in the headers, as FastStream's publish put it there."""
+    headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested", **JSON}
+    if (lean := lean_broker(gateway.broker)) is not None:
+        body = message.model_dump_json().encode()
+        await lean.publish_raw(body, subjects.QUERY_REQUESTED, headers, stream=subjects.QUERY_STREAM)
+    else:
+        await gateway.broker.publish(message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers=headers)
 
 
 async def resubmit_unanswered(gateway: Gateway) -> int:
@@ -208,7 +221,7 @@ async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> d
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
-    pending = await submit(gateway, body, rid, label=client_request_id(request))
+    pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False)
     answer = await final_answer(gateway, pending, rid)
     await remember(gateway, body, rid, answer)
     return answer_body(answer, started, gateway, request)
@@ -227,7 +240,7 @@ async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDe
     started = time.perf_counter()
     rid = request_id(request)
     try:
-        pending = await submit(gateway, body, rid, label=client_request_id(request))
+        pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True)
     except ApiError as exc:
         error: dict[str, Any] = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
         yield ServerSentEvent(event="error", data=error)
