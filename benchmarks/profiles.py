@@ -167,7 +167,9 @@ def hop_hooks(timelines: Timelines) -> Iterator[None]:
         yield
 
 
-async def questions(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path) -> None:
+async def questions(
+    corpus_dir: Path, target_chunks: int, count: int, model_dir: Path, save_profile: Path | None = None
+) -> None:
     """Full questions through HTTP one at a time, each cut into hops and stages (``benchmarks.timeline``)."""
     with indexed_corpus(corpus_dir, target_chunks, 100, model_dir) as (_, retriever, queries):
         data_dir = retriever.settings.resolved_qdrant_path.parent
@@ -208,6 +210,9 @@ async def questions(corpus_dir: Path, target_chunks: int, count: int, model_dir:
           f"process CPU {cpu_ms:.2f} ms a question, the client's share included)")  # fmt: skip
     print_timeline(summary(recorded), floor)
     print_profile(profiler, len(batch), "question")
+    if save_profile is not None:
+        profiler.dump_stats(save_profile)
+        print(f"cProfile data in {save_profile} (python -m pstats {save_profile})")
 
 
 def print_timeline(pieces: dict[str, dict[str, float | int]], floor: dict[str, Any]) -> None:
@@ -504,6 +509,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (the others)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
+    parser.add_argument("--save-profile", type=Path, help="questions: write the cProfile data here")
     parser.add_argument("--model-dir", type=Path, default=ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -512,7 +518,7 @@ def main() -> None:
         # Each question is asked several times: caches would skip the model on repeats (as in make bench).
         os.environ.setdefault("RAG_RETRIEVER_QUERY_CACHE_SIZE", "0")
         os.environ.setdefault("RAG_GENERATOR_SENTENCE_CACHE_SIZE", "0")
-        asyncio.run(questions(args.corpus, args.target_chunks, args.count, model_dir))
+        asyncio.run(questions(args.corpus, args.target_chunks, args.count, model_dir, args.save_profile))
     elif args.what == "hops":
         asyncio.run(hops(args.count, model_dir))
     elif args.what == "ingest":
