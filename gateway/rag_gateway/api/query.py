@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -178,12 +178,14 @@ async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Eve
         raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s") from None
 
 
-def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
-    """The HTTP body of a final answer (made from its parts by ``Answer.of`` alone), with the client's
-    label and the total time as the gateway saw it; the answer is counted in the metrics."""
-    body = Answer.of(answered).model_dump()
-    body.update(client_label(request))
-    body["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
+def answer_of(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> Answer:
+    """The HTTP answer to a final answer (made from its parts by ``Answer.of`` alone), with the
+    client's label and the total time as the gateway saw it; the answer is counted in the metrics."""
+    answer = Answer.of(answered)  # its timings_ms is a dict of its own: adding "total" changes no message
+    label = client_request_id(request)
+    if label and answer.__pydantic_extra__ is not None:
+        answer.__pydantic_extra__["client_request_id"] = label
+    answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
     metrics, flags = gateway.metrics, answered.evaluation.flags
     metrics.queries.labels("refused" if flags.get("refused") else "answered", answered.route.tier).inc()
     for flag, raised in flags.items():
@@ -191,7 +193,12 @@ def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, reque
             metrics.flags.labels(flag).inc()
     for stage, ms in answered.timings_ms.items():
         metrics.stage_ms.labels(stage).observe(ms / 1000)
-    return body
+    return answer
+
+
+def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
+    """``answer_of`` as a plain dict (the stream's ``done`` event, the OpenAI-compatible ``rag``)."""
+    return answer_of(answered, started, gateway, request).model_dump()
 
 
 def raise_for(error: AnswerError) -> None:
@@ -217,14 +224,16 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
 
 
 @router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
-async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> dict[str, Any]:
+async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> Response:
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
     pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False)
     answer = await final_answer(gateway, pending, rid)
     await remember(gateway, body, rid, answer)
-    return answer_body(answer, started, gateway, request)
+    # Encoded here, once: returned as a dict, FastAPI would validate the body against Answer again.
+    encoded = answer_of(answer, started, gateway, request).model_dump_json()
+    return Response(encoded, media_type="application/json")
 
 
 @router.post(
