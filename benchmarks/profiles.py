@@ -42,20 +42,19 @@ from unittest import mock
 
 import httpx
 from nats.aio.msg import Msg
-from opentelemetry.trace import Tracer
 
-import rag_gateway.answers
-import rag_gateway.app
+import rag_gateway.api.query
 from benchmarks.corpus import shared_corpus, synthetic_corpus
 from benchmarks.hop_floor import measure_floor
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from benchmarks.timeline import Timelines, summary
+from rag_common import subjects
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.messages import IngestRequested, Query, QueryRouted, Route
+from rag_common.messages import IngestRequested, Query, QueryRequested, QueryRouted, Route
 from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
-from rag_common.transport.broker import CoreHandler, RagBroker
+from rag_common.transport.broker import RagBroker
 from rag_common.transport.pulling import PullConsumer
 from rag_common.vectors import ChunkRecord, configured_store
 from rag_devrun.stack import Stack
@@ -128,14 +127,25 @@ async def hops(count: int, model_dir: Path) -> None:
 def hop_hooks(timelines: Timelines) -> Iterator[None]:
     """Record when the transport publishes and receives each query-path message (``Timelines``).
 
-    Wraps the three places a question passes on the lean path: ``RagBroker.publish_raw`` (the
-    gateway's question, each stage's next message, the final answer), ``PullConsumer._received``
-    (a stage's nats-py callback) and the gateway's answer handler. Class-level patches: enter
-    before the system starts (consumers bind their callbacks at start).
+    Wraps the places a question passes: the gateway's ``publish_question``, ``RagBroker.publish_raw``
+    (each stage's next message, the final answer), ``PullConsumer._received`` (a stage's nats-py
+    callback) and ``AnswerHub.deliver`` (the gateway hands an answer to the waiting request, after
+    its subscriber's own work, nats-py's or FastStream's). Class-level patches: enter before the
+    system starts (consumers bind their callbacks at start). The same points exist on main before
+    the gateway moved to nats-py, so both can be profiled alike.
     """
+    publish_question = rag_gateway.api.query.publish_question
     publish_raw = RagBroker.publish_raw
     received = PullConsumer._received
-    answer_receiver = rag_gateway.answers.answer_receiver  # what rag_gateway.app calls
+    deliver = AnswerHub.deliver
+
+    async def timed_question(gateway: Any, message: QueryRequested) -> None:
+        started = time.perf_counter()
+        try:
+            await publish_question(gateway, message)
+        finally:
+            headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested"}
+            timelines.published(subjects.QUERY_REQUESTED, headers, started, time.perf_counter())
 
     async def timed_publish(
         self: RagBroker, body: bytes, subject: str, headers: dict[str, str], *, stream: str | None = None
@@ -150,19 +160,15 @@ def hop_hooks(timelines: Timelines) -> Iterator[None]:
         timelines.received(msg.subject, msg.headers, time.perf_counter())
         await received(self, msg)
 
-    def timed_answer_receiver(hub: AnswerHub, broker: RagBroker, tracer: Tracer) -> CoreHandler:
-        handle = answer_receiver(hub, broker, tracer)
-
-        async def on_answer(msg: Msg) -> None:
-            timelines.received(msg.subject, msg.headers, time.perf_counter())
-            await handle(msg)
-
-        return on_answer
+    def timed_deliver(self: AnswerHub, subject: str, body: bytes) -> None:
+        timelines.received(subject, None, time.perf_counter())
+        deliver(self, subject, body)
 
     with (
+        mock.patch.object(rag_gateway.api.query, "publish_question", timed_question),
         mock.patch.object(RagBroker, "publish_raw", timed_publish),
         mock.patch.object(PullConsumer, "_received", timed_received),
-        mock.patch.object(rag_gateway.app, "answer_receiver", timed_answer_receiver),
+        mock.patch.object(AnswerHub, "deliver", timed_deliver),
     ):
         yield
 
