@@ -36,6 +36,10 @@ RECEIVER = {
 }
 
 
+# What the stages report as their own work in timings_ms ("llm" is inside "generator").
+STAGE_WORK = ("router", "retriever", "generator", "evaluator")
+
+
 def short(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
@@ -118,9 +122,13 @@ def summary(timelines: list[QuestionTimeline]) -> dict[str, dict[str, float | in
         for name, ms in timeline.segments():
             pieces[name].append(ms)
         for stage, ms in timeline.work_ms.items():
-            pieces[f"{stage} work (timings_ms)"].append(ms)
+            name = "gateway total (timings_ms)" if stage == "total" else f"{stage} work (timings_ms)"
+            pieces[name].append(ms)
         for key, ms in timeline.pubacks_ms().items():
             pieces[f"publish {key} (call, PubAck)"].append(ms)
         if timeline.sent is not None and timeline.done is not None:
-            pieces["whole (client)"].append((timeline.done - timeline.sent) * 1000)
+            whole = (timeline.done - timeline.sent) * 1000
+            pieces["whole (client)"].append(whole)
+            work = sum(ms for stage, ms in timeline.work_ms.items() if stage in STAGE_WORK)
+            pieces["whole less the stages' work"].append(whole - work)
     return {name: summarize(values) for name, values in pieces.items()}

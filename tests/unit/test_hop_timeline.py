@@ -62,6 +62,7 @@ def test_a_question_is_cut_into_consecutive_pieces_that_add_up_to_the_whole() ->
     figures = summary([question])
     assert figures["whole (client)"]["p50"] == pytest.approx(25.0)
     assert figures["retriever work (timings_ms)"]["p50"] == 11.0
+    assert figures["whole less the stages' work"]["p50"] == pytest.approx(25.0 - 11.3)
 
 
 def test_a_greeting_skips_the_stages_it_never_reached() -> None:
