@@ -2,7 +2,8 @@
 
 In-process: ``decide`` → ``Retriever.retrieve`` → ``Generator.draft`` → ``assess``/``final_answer``,
 called one after the other with the running system's embedder and vector store (the same
-process-wide objects its retriever uses), deltas going to a no-op callback.
+process-wide objects its retriever uses). Neither path streams (``Query.stream`` false, as the
+gateway asks for ``POST /v1/query``): no token deltas.
 
 Over NATS: ``QueryRequested`` published on JetStream, exactly as the gateway does, and the final
 answer awaited on this client's own answer subject (``rag.answer.<id>.*.*``); no HTTP. Through the
@@ -82,7 +83,7 @@ class InProcessPipeline:
         return None
 
     async def answer(self, question: str) -> QueryAnswered:
-        query = Query(request_id=new_id(), gateway_id="inprocess", question=question)
+        query = Query(request_id=new_id(), gateway_id="inprocess", question=question, stream=False)
         marks = [time.perf_counter()]
         decision = decide(query, self.router_settings)
         marks.append(time.perf_counter())
@@ -155,7 +156,9 @@ class NatsClient:
         future: asyncio.Future[QueryAnswered] = asyncio.get_running_loop().create_future()
         self.waiting[rid] = future
         try:
-            message = QueryRequested(query=Query(request_id=rid, gateway_id=self.gateway_id, question=question))
+            # As the gateway asks for POST /v1/query: the final answer alone, no token deltas.
+            query = Query(request_id=rid, gateway_id=self.gateway_id, question=question, stream=False)
+            message = QueryRequested(query=query)
             await self.js.publish(
                 subjects.QUERY_REQUESTED,
                 message.model_dump_json().encode(),

@@ -1,5 +1,10 @@
 """Profiles that explain the benchmark figures: ``python -m benchmarks.profiles hops|retrieval``.
 
+- ``questions``: full questions through the system as a user asks them (HTTP → gateway → router →
+  retriever → generator → evaluator → gateway → HTTP), one at a time, on the benchmark's corpus
+  slice: per question a timeline of when each stage received its message and published the next
+  (``benchmarks.timeline``), so each hop's delivery time and each stage's own time (its work and
+  the message handling around it) show, beside the nats-py floor of a hop on the same server.
 - ``hops``: greetings over JetStream (the router answers them: requested → router → drafted →
   evaluator, then the final answer on core NATS; no retrieval, no model). What is left is the cost
   of moving a question between stages: the pipeline-overhead figure.
@@ -25,23 +30,36 @@ import asyncio
 import contextlib
 import cProfile
 import logging
+import os
 import pstats
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
+import httpx
+from nats.aio.msg import Msg
+
+import rag_gateway.api.query
 from benchmarks.corpus import shared_corpus, synthetic_corpus
+from benchmarks.hop_floor import measure_floor
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
+from benchmarks.timeline import Timelines, summary
+from rag_common import subjects
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.messages import IngestRequested, Query, QueryRouted, Route
+from rag_common.messages import IngestRequested, Query, QueryRequested, QueryRouted, Route
 from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
+from rag_common.transport.broker import RagBroker
+from rag_common.transport.pulling import PullConsumer
 from rag_common.vectors import ChunkRecord, configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
+from rag_gateway.answers import AnswerHub
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
@@ -103,6 +121,127 @@ async def hops(count: int, model_dir: Path) -> None:
                 await bus.answer(GREETING, 30)
             profiler.disable()
     print_profile(profiler, len(times), "greeting")
+
+
+@contextlib.contextmanager
+def hop_hooks(timelines: Timelines) -> Iterator[None]:
+    """Record when the transport publishes and receives each query-path message (``Timelines``).
+
+    Wraps the places a question passes: the gateway's ``publish_question``, ``RagBroker.publish_raw``
+    (each stage's next message, the final answer), ``PullConsumer._received`` (a stage's nats-py
+    callback) and ``AnswerHub.deliver`` (the gateway hands an answer to the waiting request, after
+    its subscriber's own work, nats-py's or FastStream's). Class-level patches: enter before the
+    system starts (consumers bind their callbacks at start). The same points exist on main before
+    the gateway moved to nats-py, so both can be profiled alike.
+    """
+    publish_question = rag_gateway.api.query.publish_question
+    publish_raw = RagBroker.publish_raw
+    received = PullConsumer._received
+    deliver = AnswerHub.deliver
+
+    async def timed_question(gateway: Any, message: QueryRequested) -> None:
+        started = time.perf_counter()
+        try:
+            await publish_question(gateway, message)
+        finally:
+            headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested"}
+            timelines.published(subjects.QUERY_REQUESTED, headers, started, time.perf_counter())
+
+    async def timed_publish(
+        self: RagBroker, body: bytes, subject: str, headers: dict[str, str], *, stream: str | None = None
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            await publish_raw(self, body, subject, headers, stream=stream)
+        finally:
+            timelines.published(subject, headers, started, time.perf_counter())
+
+    async def timed_received(self: PullConsumer, msg: Msg) -> None:
+        timelines.received(msg.subject, msg.headers, time.perf_counter())
+        await received(self, msg)
+
+    def timed_deliver(self: AnswerHub, subject: str, body: bytes) -> None:
+        timelines.received(subject, None, time.perf_counter())
+        deliver(self, subject, body)
+
+    with (
+        mock.patch.object(rag_gateway.api.query, "publish_question", timed_question),
+        mock.patch.object(RagBroker, "publish_raw", timed_publish),
+        mock.patch.object(PullConsumer, "_received", timed_received),
+        mock.patch.object(AnswerHub, "deliver", timed_deliver),
+    ):
+        yield
+
+
+async def questions(
+    corpus_dir: Path, target_chunks: int, count: int, model_dir: Path, save_profile: Path | None = None
+) -> None:
+    """Full questions through HTTP one at a time, each cut into hops and stages (``benchmarks.timeline``)."""
+    with indexed_corpus(corpus_dir, target_chunks, 100, model_dir) as (_, retriever, queries):
+        data_dir = retriever.settings.resolved_qdrant_path.parent
+        asked = [q.query.question for q in queries]
+        batch = [asked[i % len(asked)] for i in range(count)]
+        timelines = Timelines()
+        with hop_hooks(timelines):
+            async with (
+                private_nats(data_dir / "nats") as server,
+                Stack(stack_options(data_dir, server.url, model_dir, services=QUERY_SERVICES)) as stack,
+                httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http,
+            ):
+
+                async def ask(question: str) -> None:
+                    sent = time.perf_counter()
+                    response = await http.post("/v1/query", json={"question": question})
+                    done = time.perf_counter()
+                    response.raise_for_status()
+                    body = response.json()
+                    timelines.asked(body["request_id"], sent, done, body["timings_ms"])
+
+                for question in asked[:5]:  # warm-up, not recorded
+                    await ask(question)
+                timelines.by_request.clear()
+                cpu = cpu_seconds()
+                for question in batch:
+                    await ask(question)
+                cpu_ms = (cpu_seconds() - cpu) * 1000 / len(batch)
+                floor = await measure_floor(server.url, count=200, max_seconds=10)
+                timelines.recording = False
+                profiler = cProfile.Profile()
+                profiler.enable()
+                for question in batch:
+                    await ask(question)
+                profiler.disable()
+    recorded = timelines.complete()
+    print(f"{len(recorded)} questions through HTTP at concurrency 1 (client in this process; "
+          f"process CPU {cpu_ms:.2f} ms a question, the client's share included)")  # fmt: skip
+    print_timeline(summary(recorded), floor)
+    print_profile(profiler, len(batch), "question")
+    if save_profile is not None:
+        profiler.dump_stats(save_profile)
+        print(f"cProfile data in {save_profile} (python -m pstats {save_profile})")
+
+
+def print_timeline(pieces: dict[str, dict[str, float | int]], floor: dict[str, Any]) -> None:
+    """The pieces in the question's order (p50 and mean), then the stages' work and the publish calls."""
+
+    def row(name: str, values: dict[str, float | int]) -> str:
+        return f"  {name:<34} {values.get('p50', 0):8.3f} {values.get('mean', 0):8.3f} {values.get('p95', 0):8.3f}"
+
+    print(f"\n  {'piece of the question (ms)':<34} {'p50':>8} {'mean':>8} {'p95':>8}")
+    ordered = [n for n in pieces if not n.startswith(("publish ", "whole")) and "timings_ms" not in n]
+    for name in ordered:
+        print(row(name, pieces[name]))
+    total = sum(float(pieces[n].get("mean", 0)) for n in ordered)
+    print(row("whole (client)", pieces["whole (client)"]) + f"   (pieces' means add up to {total:.3f})")
+    print(row("whole less the stages' work", pieces["whole less the stages' work"]))
+    hops = [n for n in ordered if n.startswith("hop ")]
+    print(f"  hops together (means):             {sum(float(pieces[n].get('mean', 0)) for n in hops):8.3f}")
+    print("\n  the stages' work, as they report it in timings_ms, and each publish call:")
+    for name in [n for n in pieces if "timings_ms" in n or n.startswith("publish ")]:
+        print(row(name, pieces[name]))
+    js_hop, core = floor.get("js_hop", {}), floor.get("core_request", {})
+    print(f"\n  nats-py floor on this server: JetStream hop p50 {js_hop.get('p50', 0):.3f} ms (publish, PubAck, "
+          f"pull, ack), core request/reply p50 {core.get('p50', 0):.3f} ms")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -373,15 +512,21 @@ async def _drop(query: object, delta: object) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["hops", "retrieval", "generation", "sentences", "ingest"])
-    parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (retrieval)")
+    parser.add_argument("what", choices=["questions", "hops", "retrieval", "generation", "sentences", "ingest"])
+    parser.add_argument("--count", type=int, default=200, help="greetings (hops) or questions (the others)")
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="retrieval: folder (else synthetic)")
     parser.add_argument("--target-chunks", type=int, default=500, help="retrieval: chunks to index")
+    parser.add_argument("--save-profile", type=Path, help="questions: write the cProfile data here")
     parser.add_argument("--model-dir", type=Path, default=ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     model_dir = args.model_dir.resolve()
-    if args.what == "hops":
+    if args.what == "questions":
+        # Each question is asked several times: caches would skip the model on repeats (as in make bench).
+        os.environ.setdefault("RAG_RETRIEVER_QUERY_CACHE_SIZE", "0")
+        os.environ.setdefault("RAG_GENERATOR_SENTENCE_CACHE_SIZE", "0")
+        asyncio.run(questions(args.corpus, args.target_chunks, args.count, model_dir, args.save_profile))
+    elif args.what == "hops":
         asyncio.run(hops(args.count, model_dir))
     elif args.what == "ingest":
         ingest_steps(args.corpus, args.target_chunks, model_dir)

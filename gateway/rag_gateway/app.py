@@ -9,23 +9,22 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from faststream.nats import NatsBroker, NatsMessage
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-from starlette.middleware.base import RequestResponseEndpoint
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_common import subjects
 from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.transport.broker import make_broker
+from rag_common.transport.broker import lean_broker, make_broker
 from rag_common.transport.buckets import open_buckets, open_sessions_bucket
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
-from rag_gateway.answers import AnswerHub
+from rag_gateway.answers import AnswerHub, answer_receiver
 from rag_gateway.api import collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
@@ -39,13 +38,50 @@ log = logging.getLogger("rag.gateway")
 
 
 def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: AnswerHub) -> NatsBroker:
-    broker = make_broker(settings, telemetry)
+    """The gateway's broker, subscribed once to this replica's answers (``rag.answer.<gateway>.*.*``).
 
-    @broker.subscriber(subjects.answer_wildcard(settings.gateway_id))
+    On the lean query path (``RAG_QUERY_CONSUMER=lean``, the default) the subscription is nats-py's
+    (``answer_receiver``); otherwise FastStream's, which its in-memory test broker delivers to.
+    """
+    broker = make_broker(settings, telemetry)
+    answers = subjects.answer_wildcard(settings.gateway_id)
+    lean = lean_broker(broker)
+    if lean is not None:
+        lean.add_core_subscriber(answers, answer_receiver(hub, lean, telemetry.tracer))
+        return broker
+
+    @broker.subscriber(answers)
     async def on_answer(msg: NatsMessage) -> None:
         hub.deliver(msg.raw_message.subject, msg.body)
 
     return broker
+
+
+class ObserveRequests:
+    """``rag_http_request_duration_seconds`` by route and status: request in → response headers out.
+
+    A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``) runs
+    the rest of the app in a task group of its own and passes the response through memory
+    streams, a measurable share of a question's time in the gateway.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def observed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                path = getattr(scope.get("route"), "path", "unmatched")
+                self.metrics.requests.labels(path, str(message["status"])).observe(time.perf_counter() - started)
+            await send(message)
+
+        await self.app(scope, receive, observed)
 
 
 def log_auth_state(settings: GatewaySettings) -> None:
@@ -136,15 +172,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     install_web(app)
     install_openapi(app)
 
-    @app.middleware("http")
-    async def observe(request: Request, call_next: RequestResponseEndpoint) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        gateway.metrics.requests.labels(path, str(response.status_code)).observe(time.perf_counter() - started)
-        return response
-
+    app.add_middleware(ObserveRequests, metrics=gateway.metrics)
     upload_limit = settings.max_upload_bytes + documents.MULTIPART_OVERHEAD
     app.add_middleware(
         BodyLimitMiddleware, default_limit=settings.max_body_bytes, limits={"/v1/documents": upload_limit}

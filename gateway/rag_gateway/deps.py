@@ -89,7 +89,9 @@ class Gateway:
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
+    """The gateway's state. A coroutine on purpose: FastAPI runs a plain ``def`` dependency in its
+    thread pool, and this one is asked for several times per request (a thread hop each)."""
     gateway: Gateway = request.app.state.gateway
     return gateway
 

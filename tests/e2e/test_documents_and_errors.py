@@ -136,6 +136,9 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     metrics = (await client.get("/metrics")).text
     assert 'rag_queries_total{outcome="answered"' in metrics
     assert "rag_http_request_duration_seconds_bucket" in metrics
+    counted = [line for line in metrics.splitlines() if line.startswith("rag_http_request_duration_seconds_count")]
+    answered = [line for line in counted if 'route="/v1/query"' in line and 'status="200"' in line]
+    assert answered and float(answered[0].rsplit(" ", 1)[1]) >= 1, counted
     assert 'rag_query_stage_duration_seconds_bucket{le="0.001",stage="retriever"}' in metrics
 
 

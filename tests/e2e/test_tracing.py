@@ -28,7 +28,8 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
     system: System, client: httpx.AsyncClient
 ) -> None:
     body = await ask(client, "What is the API rate limit per token?")
-    services = services_in_trace(system, body["trace_id"])
+    trace = body["trace_id"]
+    services = services_in_trace(system, trace)
     assert {"rag-gateway", "rag-router", "rag-retriever", "rag-generator", "rag-evaluator"} <= services.keys()
     assert any("rag.query.requested" in name for name in services["rag-router"])
     assert "hybrid_search" in services["rag-retriever"]
@@ -36,6 +37,11 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
     assert not [n for n in hops if n.endswith((" create", " publish"))], "one span per hop, where it is consumed"
     for subject in ("rag.query.requested", "rag.query.routed", "rag.query.retrieved", "rag.query.drafted"):
         assert hops.count(f"{subject} process") == 1, (subject, sorted(hops))
+    # The final answer's hop back is one span in the gateway, child of the evaluator's.
+    assert services["rag-gateway"].count("rag.answer.*.*.final process") == 1, services["rag-gateway"]
+    spans = {s.name: s for s in system.spans.get_finished_spans() if format(s.context.trace_id, "032x") == trace}
+    final, evaluated = spans["rag.answer.*.*.final process"], spans["rag.query.drafted process"]
+    assert final.parent is not None and final.parent.span_id == evaluated.context.span_id
 
 
 async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncClient) -> None:

@@ -65,6 +65,17 @@ async def test_an_extractive_answer_quotes_and_cites(tmp_path: Path) -> None:
     assert "".join(deltas) == drafted.draft.answer
 
 
+async def test_a_caller_that_does_not_stream_gets_no_token_deltas_and_the_same_answer(tmp_path: Path) -> None:
+    gen, deltas = generator(tmp_path)
+    streamed = await gen.draft(query())
+    assert deltas, "a streaming caller gets the answer as deltas"
+    deltas.clear()
+    whole = await gen.draft(query(stream=False))
+    refused = await gen.draft(query(stream=False, refused=True, passages=[]))
+    assert deltas == [], "POST /v1/query waits for the final answer: no delta is sent"
+    assert whole.draft == streamed.draft and refused.draft.refused
+
+
 async def test_a_follow_up_is_answered_in_its_standalone_form(tmp_path: Path) -> None:
     gen, _ = generator(tmp_path)
     passages = [

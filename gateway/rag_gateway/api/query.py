@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -18,6 +18,8 @@ from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, 
 from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, valid_session_id
 from rag_common.telemetry import current_trace_id
+from rag_common.transport.broker import lean_broker
+from rag_common.transport.publishing import JSON
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
 from rag_gateway.auth import Right
@@ -95,12 +97,19 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
 
 
 async def submit(
-    gateway: Gateway, body: QueryIn, rid: str, history: list[Turn] | None = None, label: str | None = None
+    gateway: Gateway,
+    body: QueryIn,
+    rid: str,
+    history: list[Turn] | None = None,
+    label: str | None = None,
+    *,
+    stream: bool,
 ) -> Pending:
     """Publish the question to the first stage; the answer will come back on our own subject.
 
     ``rid`` is always the server's own id: it names the answer subject and the message ids, so
     no client can make two questions share one. ``label`` (the client's id) only goes to the log.
+    ``stream``: whether the caller relays token deltas (else the generator sends none).
     """
     if history is None:
         history = await conversation(gateway, body)
@@ -116,6 +125,7 @@ async def submit(
             filters=body.filters,
             selected_text=body.selected_text,
             trace_id=current_trace_id(),
+            stream=stream,
         )
     )
     try:
@@ -129,14 +139,17 @@ async def submit(
 
 
 async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
-    """Queue a question for the first stage. The message id is the request id: JetStream drops a
-    second publish of one question within the stream's duplicate window."""
-    await gateway.broker.publish(
-        message,
-        subjects.QUERY_REQUESTED,
-        stream=subjects.QUERY_STREAM,
-        headers={"Nats-Msg-Id": f"{message.query.request_id}:requested"},
-    )
+    """Queue a question for the first stage; returns once JetStream has stored it (its PubAck).
+
+    The message id is the request id: JetStream drops a second publish of one question within the
+    stream's duplicate window. On the lean path (nats-py, ``RagBroker.publish_raw``) the HTTP
+    request's trace context goes in the headers, as FastStream's publish put it there."""
+    headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested", **JSON}
+    if (lean := lean_broker(gateway.broker)) is not None:
+        body = message.model_dump_json().encode()
+        await lean.publish_raw(body, subjects.QUERY_REQUESTED, headers, stream=subjects.QUERY_STREAM)
+    else:
+        await gateway.broker.publish(message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers=headers)
 
 
 async def resubmit_unanswered(gateway: Gateway) -> int:
@@ -165,12 +178,14 @@ async def next_event(gateway: Gateway, pending: Pending, deadline: float) -> Eve
         raise ApiError(504, "timeout", f"no answer within {gateway.settings.query_timeout_s:.0f}s") from None
 
 
-def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
-    """The HTTP body of a final answer (made from its parts by ``Answer.of`` alone), with the client's
-    label and the total time as the gateway saw it; the answer is counted in the metrics."""
-    body = Answer.of(answered).model_dump()
-    body.update(client_label(request))
-    body["timings_ms"]["total"] = round((time.perf_counter() - started) * 1000, 3)
+def answer_of(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> Answer:
+    """The HTTP answer to a final answer (made from its parts by ``Answer.of`` alone), with the
+    client's label and the total time as the gateway saw it; the answer is counted in the metrics."""
+    answer = Answer.of(answered)  # its timings_ms is a dict of its own: adding "total" changes no message
+    label = client_request_id(request)
+    if label and answer.__pydantic_extra__ is not None:
+        answer.__pydantic_extra__["client_request_id"] = label
+    answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
     metrics, flags = gateway.metrics, answered.evaluation.flags
     metrics.queries.labels("refused" if flags.get("refused") else "answered", answered.route.tier).inc()
     for flag, raised in flags.items():
@@ -178,7 +193,12 @@ def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, reque
             metrics.flags.labels(flag).inc()
     for stage, ms in answered.timings_ms.items():
         metrics.stage_ms.labels(stage).observe(ms / 1000)
-    return body
+    return answer
+
+
+def answer_body(answered: QueryAnswered, started: float, gateway: Gateway, request: Request) -> dict[str, Any]:
+    """``answer_of`` as a plain dict (the stream's ``done`` event, the OpenAI-compatible ``rag``)."""
+    return answer_of(answered, started, gateway, request).model_dump()
 
 
 def raise_for(error: AnswerError) -> None:
@@ -204,14 +224,16 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
 
 
 @router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
-async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> dict[str, Any]:
+async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> Response:
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
-    pending = await submit(gateway, body, rid, label=client_request_id(request))
+    pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False)
     answer = await final_answer(gateway, pending, rid)
     await remember(gateway, body, rid, answer)
-    return answer_body(answer, started, gateway, request)
+    # Encoded here, once: returned as a dict, FastAPI would validate the body against Answer again.
+    encoded = answer_of(answer, started, gateway, request).model_dump_json()
+    return Response(encoded, media_type="application/json")
 
 
 @router.post(
@@ -227,7 +249,7 @@ async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDe
     started = time.perf_counter()
     rid = request_id(request)
     try:
-        pending = await submit(gateway, body, rid, label=client_request_id(request))
+        pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True)
     except ApiError as exc:
         error: dict[str, Any] = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
         yield ServerSentEvent(event="error", data=error)

@@ -83,7 +83,8 @@ class LLMMetrics:
 
 
 class Generator:
-    """Drafts answers; token deltas go to the waiting gateway through ``broker``.
+    """Drafts answers; token deltas go to the waiting gateway through ``broker``, when its caller
+    streams (``Query.stream``: POST /v1/query waits for the final answer alone).
 
     ``on_delta`` replaces that publish (e.g. the benchmarks compose the stages in-process, with
     no broker); by default deltas are published exactly as before.
@@ -153,6 +154,8 @@ class Generator:
 
         async def emit(text: str) -> None:
             nonlocal seq
+            if not query.stream:  # the caller waits for the final answer only
+                return
             await self.on_delta(query, AnswerDelta(request_id=query.request_id, attempt=attempt, seq=seq, text=text))
             seq += 1
 

@@ -103,6 +103,12 @@ class Query(BaseModel):
     filters: dict[str, Any] = Field(default_factory=dict)
     selected_text: str | None = None
     trace_id: str = ""
+    # True when absent, so a gateway that does not know the field still gets every delta it relays.
+    stream: bool = Field(
+        True,
+        description="whether the caller streams the answer: token deltas are sent only when true "
+        "(POST /v1/query sends false and gets the final answer alone)",
+    )
 
 
 class Retrieval(BaseModel):

@@ -7,15 +7,19 @@ Nothing here runs at import time: services call ``make_broker`` from ``create_ap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import time
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
 from faststream.nats import NatsBroker
 from faststream.nats.security import NatsSecurity, NatsUserPassword
 from faststream.prometheus.middleware import PrometheusMiddleware
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from prometheus_client import CollectorRegistry
 
@@ -74,11 +78,15 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
     return broker
 
 
+CoreHandler = Callable[[Msg], Awaitable[None]]
+
+
 class RagBroker(NatsBroker):
     """FastStream's NATS broker plus the query path's lean side (``lean``, ``RAG_QUERY_CONSUMER``):
-    the query stages' ``PullConsumer``s start with the broker and drain before it stops, and
-    ``publish_raw`` hands a stage's message to nats-py directly, with the trace context in its
-    headers and FastStream's publish metrics, but without the middleware chain per message."""
+    the query stages' ``PullConsumer``s and the gateway's answer subscription (``add_core_subscriber``)
+    start with the broker and stop before it does, and ``publish_raw`` hands a message to nats-py
+    directly, with the trace context in its headers and FastStream's publish metrics, but without
+    the middleware chain per message."""
 
     def __init__(
         self,
@@ -93,6 +101,8 @@ class RagBroker(NatsBroker):
         self.lean = lean
         self.publish_timeout_s = publish_timeout_s
         self.pull_consumers: list[PullConsumer] = []
+        self.core_subscribers: list[tuple[str, CoreHandler]] = []
+        self._core_subscriptions: list[Subscription] = []
         self.app_name = app_name
         self.drain_timeout_s = float(kwargs.get("graceful_timeout") or 15.0)
         self._metrics = metrics_container(registry)
@@ -106,10 +116,19 @@ class RagBroker(NatsBroker):
     def add_pull_consumer(self, consumer: PullConsumer) -> None:
         self.pull_consumers.append(consumer)
 
+    def add_core_subscriber(self, subject: str, handle: CoreHandler) -> None:
+        """Run ``handle`` on every core-NATS message of ``subject`` (wildcards allowed), with nats-py
+        alone: no FastStream subscriber, middleware chain or task group per message. nats-py calls
+        it for one message at a time, in arrival order, and subscribes again after a reconnect.
+        ``handle`` does its own tracing and metrics (the gateway's answers: ``rag_gateway.answers``)."""
+        self.core_subscribers.append((subject, handle))
+
     async def start(self) -> None:
         await super().start()
         if not self._pulling:
             self._pulling = True
+            for subject, handle in self.core_subscribers:
+                self._core_subscriptions.append(await self.connection.subscribe(subject, cb=handle))
             for consumer in self.pull_consumers:
                 await consumer.start(self.connection)
 
@@ -124,6 +143,10 @@ class RagBroker(NatsBroker):
         if self._pulling:
             self._pulling = False
             await asyncio.gather(*(c.stop(self.drain_timeout_s) for c in self.pull_consumers))
+            for subscription in self._core_subscriptions:
+                with contextlib.suppress(Exception):  # connection already closed: nothing to undo
+                    await subscription.unsubscribe()
+            self._core_subscriptions.clear()
         self._js = None
         await super().stop(exc_type, exc_val, exc_tb)
 

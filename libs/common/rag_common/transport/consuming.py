@@ -19,8 +19,6 @@ from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
-from opentelemetry.semconv.trace import SpanAttributes
-from opentelemetry.trace import SpanKind
 from pydantic import BaseModel, ValidationError
 
 from rag_common import subjects
@@ -28,7 +26,7 @@ from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMe
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
 from rag_common.transport.broker import RagBroker, lean_broker
-from rag_common.transport.labels import extract_trace_context
+from rag_common.transport.labels import consume_span
 from rag_common.transport.pulling import PullConsumer
 from rag_common.transport.recovery import ConsumerSpec, layout_of
 from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
@@ -376,17 +374,7 @@ def register_pull_stage(
         metrics.in_process.inc()
         started = time.perf_counter()
         try:
-            with tracer.start_as_current_span(
-                span_name,
-                context=extract_trace_context(raw.headers),
-                kind=SpanKind.CONSUMER,
-                attributes={
-                    SpanAttributes.MESSAGING_SYSTEM: "nats",
-                    SpanAttributes.MESSAGING_DESTINATION_NAME: raw.subject,
-                    SpanAttributes.MESSAGING_OPERATION: "process",
-                    SpanAttributes.MESSAGING_MESSAGE_PAYLOAD_SIZE_BYTES: size,
-                },
-            ):
+            with consume_span(tracer, span_name, raw):
                 await process_message(
                     delivery,
                     model,

@@ -7,6 +7,7 @@ question. A message gets one span, where it is consumed; publishing and token de
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
@@ -16,6 +17,8 @@ from faststream.opentelemetry.middleware import BaseTelemetryMiddleware
 from faststream.prometheus import ConsumeAttrs
 from faststream.prometheus.container import MetricsContainer
 from nats.aio.msg import Msg
+from opentelemetry.semconv.trace import SpanAttributes
+from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry
 
@@ -65,6 +68,11 @@ class _BoundedTelemetryProvider(NatsTelemetrySettingsProvider):
         attrs = super().get_publish_attrs_from_cmd(cmd)
         attrs.update(_request_id_attr(cmd.destination))
         return attrs
+
+
+def request_id_attrs(subject: str) -> dict[str, str]:
+    """The gateway and request ids of an answer subject, as span attributes (none for other subjects)."""
+    return _request_id_attr(subject)
 
 
 def _request_id_attr(subject: str) -> dict[str, str]:
@@ -182,3 +190,23 @@ def inject_trace_context(headers: dict[str, str]) -> dict[str, str]:
 def extract_trace_context(headers: dict[str, str] | None) -> Any:
     """The sender's trace context from a message's headers (empty without them)."""
     return _TRACE_CONTEXT.extract(headers or {})
+
+
+def consume_span(
+    tracer: Tracer, name: str, raw: Msg, attributes: dict[str, Any] | None = None
+) -> AbstractContextManager[Span]:
+    """The one span a message consumed with nats-py gets, "<subject> process" as FastStream names
+    it: a child of the sender's trace context (from the message's headers), current while the
+    message is handled, so what the handler publishes carries it on."""
+    return tracer.start_as_current_span(
+        name,
+        context=extract_trace_context(raw.headers),
+        kind=SpanKind.CONSUMER,
+        attributes={
+            SpanAttributes.MESSAGING_SYSTEM: MESSAGING_SYSTEM,
+            SpanAttributes.MESSAGING_DESTINATION_NAME: raw.subject,
+            SpanAttributes.MESSAGING_OPERATION: "process",
+            SpanAttributes.MESSAGING_MESSAGE_PAYLOAD_SIZE_BYTES: len(raw.data),
+            **(attributes or {}),
+        },
+    )
