@@ -145,8 +145,8 @@ class CrossEncoderReranker:
         self,
         model_dir: Path,
         *,
-        top_n: int = 20,
-        fused_weight: float = 0.0,
+        top_n: int = 10,
+        fused_weight: float = 1.0,
         max_tokens: int = 320,
         batch: int = 8,
         threads: int | None = 1,
@@ -216,8 +216,8 @@ def make_reranker(
     text_weight: float,
     *,
     model_dir: Path | None = None,
-    top_n: int = 20,
-    fused_weight: float = 0.0,
+    top_n: int = 10,
+    fused_weight: float = 1.0,
     max_tokens: int = 320,
 ) -> Reranker | None:
     """The reranker a setting names; ``off`` is none. The cross-encoder needs ``model_dir``."""

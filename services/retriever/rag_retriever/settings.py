@@ -47,12 +47,12 @@ class RetrieverSettings(StoreSettings):
         None,
         description=f"cross-encoder folder (model.onnx, tokenizer.json); default <data_dir>/models/{RERANKER_FOLDER}",
     )
-    rerank_candidates: int = Field(20, ge=1, le=200, description="cross-encoder: the first fused candidates it reads")
+    rerank_candidates: int = Field(10, ge=1, le=200, description="cross-encoder: the first fused candidates it reads")
     rerank_max_tokens: int = Field(
         320, ge=32, le=512, description="cross-encoder: word pieces of question + passage it reads (the passage is cut)"
     )
     rerank_fused_weight: float = Field(
-        0.0, ge=0, le=5, description="cross-encoder: weight of the fused score (0..1 over those read) beside its own"
+        1.0, ge=0, le=5, description="cross-encoder: weight of the fused score (0..1 over those read) beside its own"
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
