@@ -68,8 +68,11 @@ def test_the_fused_score_can_count_beside_the_model(reranker_dir: Path) -> None:
     assert dominated[0].payload["section"] == "Invoices"
 
 
-def test_the_model_reads_the_heading_path_with_the_text() -> None:
+def test_the_model_reads_the_title_and_heading_path_with_the_text() -> None:
+    # the first heading "Help" is the title of help.md already: not repeated
     assert passage_text(FORGOTTEN) == "Help > Signing in\n" + str(FORGOTTEN.payload["text"])
+    page = Hit(score=1, similarity=1, payload={"source": "plans/Northwind_Health_Plus.pdf", "text": "Copays: $30."})
+    assert passage_text(page) == "Northwind Health Plus\nCopays: $30."
     assert passage_text(Hit(score=1, similarity=1, payload={"text": "plain"})) == "plain"
 
 
