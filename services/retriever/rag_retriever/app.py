@@ -53,7 +53,15 @@ class Retriever:
         self._probes: list[list[float]] | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._lock = threading.Lock()
-        self.reranker = make_reranker(settings.reranker, settings.rerank_heading_weight, settings.rerank_text_weight)
+        self.reranker = make_reranker(
+            settings.reranker,
+            settings.rerank_heading_weight,
+            settings.rerank_text_weight,
+            model_dir=settings.resolved_reranker_model_dir,
+            top_n=settings.rerank_candidates,
+            fused_weight=settings.rerank_fused_weight,
+            max_tokens=settings.rerank_max_tokens,
+        )
         # A repeated question (a FAQ, a retry, a regenerated answer) skips the model (~10 ms).
         self._embed = (
             lru_cache(maxsize=settings.query_cache_size)(embedder.embed_query)

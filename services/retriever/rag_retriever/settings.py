@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import StoreSettings
+
+RERANKER_FOLDER = "ms-marco-MiniLM-L-12-v2-int8"
 
 
 class RetrieverSettings(StoreSettings):
@@ -34,10 +37,22 @@ class RetrieverSettings(StoreSettings):
         "part's best section at rank 3 when missing (cover)",
     )
     keyword_sparse: bool = Field(True, description="BM25 side searches the question's keywords only")
-    reranker: Literal["off", "lexical", "heading"] = Field(
+    reranker: Literal["off", "lexical", "heading", "cross-encoder"] = Field(
         "off",
         description="reorder the fused candidates: lexical = heading and text overlap with the question, "
-        "heading = how much of the chunk's own heading the question covers",
+        "heading = how much of the chunk's own heading the question covers, cross-encoder = "
+        "ms-marco-MiniLM-L-12-v2 reads the question with each candidate (local folder, `make model`)",
+    )
+    reranker_model_dir: Path | None = Field(
+        None,
+        description=f"cross-encoder folder (model.onnx, tokenizer.json); default <data_dir>/models/{RERANKER_FOLDER}",
+    )
+    rerank_candidates: int = Field(10, ge=1, le=200, description="cross-encoder: the first fused candidates it reads")
+    rerank_max_tokens: int = Field(
+        320, ge=32, le=512, description="cross-encoder: word pieces of question + passage it reads (the passage is cut)"
+    )
+    rerank_fused_weight: float = Field(
+        1.0, ge=0, le=5, description="cross-encoder: weight of the fused score (0..1 over those read) beside its own"
     )
     rerank_heading_weight: float = Field(0.5, ge=0, le=5, description="lexical reranker: weight of heading overlap")
     rerank_text_weight: float = Field(0.3, ge=0, le=5, description="lexical reranker: weight of text overlap")
@@ -100,3 +115,7 @@ class RetrieverSettings(StoreSettings):
     rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
     rewrite_timeout_s: float = Field(10.0, gt=0)
     metrics_port: int = 9103
+
+    @property
+    def resolved_reranker_model_dir(self) -> Path:
+        return self.reranker_model_dir or self.data_dir / "models" / RERANKER_FOLDER
