@@ -213,6 +213,7 @@ class EnsembleEmbedder:
         self.extras = dict(extras)
         self.query_ms: dict[str, list[float]] = {name: [] for name in [PRIMARY, *self.extras]}
         self.active = set(self.extras)  # the extra models a query is embedded with; zeros for the rest
+        self.seen: list[str] = []  # every passage text embedded, for ``embedding_cost``
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.base, name)
@@ -224,6 +225,7 @@ class EnsembleEmbedder:
     def embed_passages(
         self, texts: list[str], *, bm25_avg_len: float = BM25_AVG_LEN
     ) -> tuple[list[list[float]], list[SparseVector]]:
+        self.seen.extend(texts)
         dense, sparse = self.base.embed_passages(texts, bm25_avg_len=bm25_avg_len)
         for cache in self.extras.values():
             dense = [a + b for a, b in zip(dense, cache.embed_dense(texts), strict=True)]
@@ -336,12 +338,35 @@ class EnsembleStore:
         return [replace(hit_of(points[key], primary), score=score) for key, score in fused]
 
 
+def embedding_cost(
+    inner: Embedder, extras: Mapping[str, OnnxDenseModel], passages: Sequence[str], questions: Sequence[str]
+) -> dict[str, float]:
+    """CPU ms per passage (batches of 8 on one thread, as ingest embeds) and per question, for
+    MiniLM as the product runs it and for each extra model, on the same texts, nothing cached."""
+    cost: dict[str, float] = {}
+    runs: dict[str, tuple[Any, Any]] = {
+        PRIMARY: (lambda texts: inner.bulk.embed(list(texts), batch_size=DENSE_BATCH), inner.embed_query),
+        **{name: (model.embed_dense, model.embed_query) for name, model in extras.items()},
+    }
+    for name, (embed_passages, embed_query) in runs.items():
+        list(embed_passages(passages[:8]))  # warm-up: sessions made, first allocations done
+        c0 = time.process_time()
+        list(embed_passages(passages))
+        cost[f"passage_cpu_ms_{name}"] = round((time.process_time() - c0) * 1000 / len(passages), 1)
+        c0 = time.process_time()
+        for question in questions:
+            embed_query(question)
+        cost[f"query_cpu_ms_{name}"] = round((time.process_time() - c0) * 1000 / len(questions), 1)
+    return cost
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("data/sweep-cache"))
     parser.add_argument("--detail", type=Path, help="write each variant's per-question passages here (JSON lines)")
     parser.add_argument("--variant", action="append", default=[], help="label:key=value,... (repeatable)")
+    parser.add_argument("--cost", type=int, default=0, help="time embedding this many passages with each model")
     args = parser.parse_args(argv)
     dataset = load_dataset(args.dataset)
     settings = RetrieverSettings()
@@ -359,6 +384,18 @@ def main(argv: list[str] | None = None) -> int:
     bge.save()
     ingest_s = time.perf_counter() - started
     base_cpu = time.process_time() - c0 - bge.cpu_s
+    if args.cost:
+        questions = [q.question for q in dataset.questions][: args.cost]
+        print(
+            json.dumps(
+                {
+                    "dataset": dataset.name,
+                    "passages": args.cost,
+                    **embedding_cost(inner, {"bge": bge_model}, embedder.seen[: args.cost], questions),
+                }
+            ),
+            flush=True,
+        )
     for spec in args.variant or [":"]:
         label, overrides = parse_variant(spec)
         own = {k: v for k, v in overrides.items() if k[:2] in ("w_", "n_") or k.startswith(("late_", "bge_"))}
