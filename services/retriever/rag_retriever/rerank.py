@@ -202,16 +202,24 @@ class CrossEncoderReranker:
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
             return []
-        head, tail = list(hits[: self.top_n]), list(hits[self.top_n :])
-        logits = self.logits(question, [passage_text(h) for h in head])
-        high, low = max(h.score for h in head), min(h.score for h in head)
-        span = (high - low) or 1.0
-        scored = [
-            replace(h, score=1.0 / (1.0 + math.exp(-x)) + self.fused_weight * (h.score - low) / span)
-            for h, x in zip(head, logits, strict=True)
-        ]
-        scored.sort(key=lambda h: h.score, reverse=True)
-        return scored + [replace(h, score=0.0) for h in tail]
+        logits = self.logits(question, [passage_text(h) for h in hits[: self.top_n]])
+        return blend_first(hits, [1.0 / (1.0 + math.exp(-x)) for x in logits], self.fused_weight)
+
+
+def blend_first(hits: Sequence[Hit], model_scores: Sequence[float], fused_weight: float) -> list[Hit]:
+    """The first ``len(model_scores)`` hits ordered by ``model score + fused_weight·relevance``
+    (``relevance``: their fused score scaled to 0..1 over them), then the rest in their fused
+    order with score 0: how a model that reads only the first candidates reorders them."""
+    head, tail = list(hits[: len(model_scores)]), list(hits[len(model_scores) :])
+    if not head:
+        return [replace(h, score=0.0) for h in tail]
+    high, low = max(h.score for h in head), min(h.score for h in head)
+    span = (high - low) or 1.0
+    scored = [
+        replace(h, score=m + fused_weight * (h.score - low) / span) for h, m in zip(head, model_scores, strict=True)
+    ]
+    scored.sort(key=lambda h: h.score, reverse=True)
+    return scored + [replace(h, score=0.0) for h in tail]
 
 
 def make_reranker(

@@ -58,7 +58,7 @@ class _BoundedTelemetryProvider(NatsTelemetrySettingsProvider):
 
     def get_consume_attrs_from_message(self, msg: Any) -> dict[str, Any]:
         attrs = super().get_consume_attrs_from_message(msg)
-        attrs.update(_request_id_attr(msg.raw_message.subject))
+        attrs.update(request_id_attrs(msg.raw_message.subject))
         return attrs
 
     def get_publish_destination_name(self, cmd: Any) -> str:
@@ -66,16 +66,12 @@ class _BoundedTelemetryProvider(NatsTelemetrySettingsProvider):
 
     def get_publish_attrs_from_cmd(self, cmd: Any) -> dict[str, Any]:
         attrs = super().get_publish_attrs_from_cmd(cmd)
-        attrs.update(_request_id_attr(cmd.destination))
+        attrs.update(request_id_attrs(cmd.destination))
         return attrs
 
 
 def request_id_attrs(subject: str) -> dict[str, str]:
     """The gateway and request ids of an answer subject, as span attributes (none for other subjects)."""
-    return _request_id_attr(subject)
-
-
-def _request_id_attr(subject: str) -> dict[str, str]:
     if subject.startswith(subjects.ANSWER_PREFIX + "."):
         parts = subject.split(".")
         if len(parts) >= 5:
