@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from opentelemetry import trace
 
@@ -44,7 +46,8 @@ class IndexResult:
 _NO_TRACING = trace.NoOpTracer()
 
 log = logging.getLogger("rag.ingest")
-_without_second: set[str] = set()  # collections already logged as having no second vector
+# Per store, the collections already logged as having no room for the second vector.
+_without_second: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def make_chunks(
@@ -244,8 +247,9 @@ def has_room_for_second(store: Store, collection: str) -> bool:
     store.ensure_collection(collection)
     if store.has_second_dense(collection):
         return True
-    if collection not in _without_second:
-        _without_second.add(collection)
+    logged = _without_second.setdefault(store, set())
+    if collection not in logged:
+        logged.add(collection)
         log.warning(
             "collection %s was created without a vector for the second dense model (RAG_SECOND_DENSE): its "
             "documents are indexed without it; index them into a new collection to use it",
