@@ -65,7 +65,9 @@ class Retriever:
         if settings.second_dense and settings.second_dense_weight > 0:
             self.second = second or get_second_embedder(settings.resolved_second_model_dir)
         self._second_in: dict[str, bool] = {}  # per collection: has it the second vector?
-        self._second_queries = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="second-query")
+        self._second_queries = (
+            ThreadPoolExecutor(settings.concurrency, thread_name_prefix="second-query") if self.second else None
+        )
         self._probes: list[list[float]] | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._lock = threading.Lock()
@@ -284,7 +286,7 @@ class Retriever:
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
         # The two models embed the question at once (onnxruntime lets go of the GIL while it runs).
         pending: Future[list[float]] | None = None
-        if self.uses_second(query.collection):
+        if self._second_queries is not None and self.uses_second(query.collection):
             pending = self._second_queries.submit(self._embed_second, text)
         embedded = self._embed(text)
         second = pending.result() if pending is not None else None
