@@ -119,10 +119,17 @@ def ask(retriever: Retriever, question: str, collection: str = "docs") -> list[s
     return [p.source for p in retriever.retrieve(routed).retrieval.passages]
 
 
+def best_similarity(retriever: Retriever, question: str) -> float:
+    routed = QueryRouted(
+        query=Query(request_id="r", gateway_id="g", question=question, collection="docs"), route=Route(tier="fast")
+    )
+    return max(p.similarity for p in retriever.retrieve(routed).retrieval.passages)
+
+
 def second_side_finds(store: Store, second: SecondEmbedder, question: str, collection: str = "docs") -> int:
     """How many points the second model's side alone finds (points without its vector are not searched)."""
     side = SideQuery(SECOND_DENSE, second.embed_query(question), 10)
-    return len(store.search_sides(collection, [side], [0.0] * DENSE_DIM)[0])
+    return len(store.search_sides(collection, [side])[0])
 
 
 def test_a_document_is_stored_with_both_vectors_and_a_question_finds_it(
@@ -132,9 +139,12 @@ def test_a_document_is_stored_with_both_vectors_and_a_question_finds_it(
     assert store.has_second_dense("docs")
     assert second_side_finds(store, second, "greenhouse") == store.count("docs") == len(DOCS)
     retriever = Retriever(retriever_settings(second_dense=True), embedder, store, second)
+    plain = Retriever(retriever_settings(), embedder, store)
     assert retriever.uses_second("docs")
     for question, source in QUESTIONS.items():
         assert ask(retriever, question)[0] == source
+        # the relevance threshold reads MiniLM's cosine, whichever rankings were fused
+        assert best_similarity(retriever, question) == pytest.approx(best_similarity(plain, question))
 
 
 def test_a_collection_indexed_before_the_setting_was_on_answers_and_is_upgraded_by_a_new_upload(

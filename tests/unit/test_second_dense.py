@@ -12,9 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from rag_common.embedding import SECOND_DIM, SECOND_QUERY_PREFIX, ModelFolderError, SecondEmbedder
-from rag_common.vectors import Hit
 from rag_retriever.app import Retriever
-from rag_retriever.ranking import fuse_sides, weighted_dbsf
+from rag_retriever.ranking import weighted_dbsf
 from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.unit
@@ -74,47 +73,27 @@ def test_the_model_reads_questions_with_its_instruction_and_gives_unit_vectors(s
     assert model.embed_passages([]) == []
 
 
-def hit(document: str, score: float, index: int = 0) -> Hit:
-    payload: dict[str, Any] = {"document_id": document, "content_hash": "v1", "chunk_index": index, "text": document}
-    return Hit(score=score, similarity=0.5, payload=payload)
+MINILM = [("a", 0.91), ("b", 0.84), ("c", 0.80), ("d", 0.62)]
+SECOND = [("e", 0.77), ("d", 0.76), ("f", 0.70)]  # f: found by the second model alone
+BM25 = [("c", 12.0), ("e", 9.5), ("a", 3.1)]
 
 
-MINILM = [hit("a", 0.91), hit("b", 0.84), hit("c", 0.80), hit("d", 0.62)]
-SECOND = [hit("e", 0.77), hit("d", 0.76), hit("b", 0.70)]
-BM25 = [hit("c", 12.0), hit("e", 9.5), hit("a", 3.1)]
+def order(fused: list[tuple[str, float]]) -> list[str]:
+    return [key for key, score in fused if score > 0]
 
 
-def order(hits: list[Hit]) -> list[str]:
-    return [str(h.payload["document_id"]) for h in hits]
+def test_weight_zero_adds_nothing_to_the_two_sided_fusion() -> None:
+    two = dict(weighted_dbsf([MINILM, BM25], [1.0, 1.0]))
+    three = dict(weighted_dbsf([MINILM, SECOND, BM25], [1.0, 0.0, 1.0]))
+    assert {k: v for k, v in three.items() if v > 0} == pytest.approx(two)
+    assert three["f"] == 0.0  # the retriever does not even search a side of weight 0
 
 
-def test_weight_zero_gives_the_two_sided_order() -> None:
-    two = fuse_sides([MINILM, BM25], [1.0, 1.0], 10)
-    assert order(fuse_sides([MINILM, SECOND, BM25], [1.0, 0.0, 1.0], 10)) == order(two)
-    assert [h.score for h in fuse_sides([MINILM, SECOND, BM25], [1.0, 0.0, 1.0], 10)] == pytest.approx(
-        [h.score for h in two]
-    )
-
-
-def test_the_second_models_weight_moves_what_it_alone_ranks_high() -> None:
-    plain = order(fuse_sides([MINILM, BM25], [1.0, 1.0], 10))
-    light = order(fuse_sides([MINILM, SECOND, BM25], [1.0, 0.4, 1.0], 10))
-    heavy = order(fuse_sides([MINILM, SECOND, BM25], [1.0, 3.0, 1.0], 10))
-    assert plain.index("e") > plain.index("a")
-    assert heavy[0] == "e"  # found first by the second model, weighed heavily
-    assert light.index("e") <= plain.index("e") and light.index("e") >= heavy.index("e")
-
-
-def test_fused_hits_keep_their_payload_and_similarity_and_the_limit() -> None:
-    fused = fuse_sides([MINILM, SECOND, BM25], [1.0, 0.4, 1.0], 3)
-    assert len(fused) == 3
-    assert all(h.similarity == 0.5 and h.payload["text"] == h.payload["document_id"] for h in fused)
-    scores = dict(
-        weighted_dbsf([[(order([h])[0], h.score) for h in side] for side in (MINILM, SECOND, BM25)], [1, 0.4, 1])
-    )
-    assert [h.score for h in fused] == pytest.approx([scores[k] for k in order(fused)])
-
-
-def test_two_versions_of_a_chunk_are_two_candidates() -> None:
-    old, new = hit("a", 0.9), Hit(score=0.8, similarity=0.5, payload={**hit("a", 0).payload, "content_hash": "v2"})
-    assert len(fuse_sides([[old, new]], [1.0], 10)) == 2
+def test_the_second_models_weight_moves_what_it_ranks_high() -> None:
+    plain = order(weighted_dbsf([MINILM, BM25], [1.0, 1.0]))
+    light = order(weighted_dbsf([MINILM, SECOND, BM25], [1.0, 0.4, 1.0]))
+    heavy = order(weighted_dbsf([MINILM, SECOND, BM25], [1.0, 3.0, 1.0]))
+    assert "f" not in plain and heavy[0] == "e"  # found high by the second model, weighed heavily
+    assert light.index("f") == len(light) - 1  # at 0.4 its own finds come last
+    assert heavy.index("f") < light.index("f")
+    assert plain.index("e") >= light.index("e") >= heavy.index("e")

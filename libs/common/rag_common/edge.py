@@ -251,15 +251,10 @@ class EdgeStore:
         return SECOND_DENSE in (config.get("vectors") or {})
 
     def search_sides(
-        self,
-        collection: str,
-        sides: Sequence[SideQuery],
-        dense: list[float],
-        *,
-        filters: dict[str, Any] | None = None,
-    ) -> list[list[Hit]]:
-        """Each side's own ranking (its raw scores), in one batch call; the retriever fuses them.
-        Same contract as ``VectorStore.search_sides``."""
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """Each side's own ranking, as (point id, raw score), in one batch call; the retriever fuses
+        them. Same contract as ``VectorStore.search_sides``."""
         query_filter = build_edge_filter(filters or {})
         batch = QueryBatchRequest(
             [
@@ -272,15 +267,26 @@ class EdgeStore:
                         using=side.using,
                     ),
                     filter=query_filter,
-                    with_payload=True,
-                    with_vector=[DENSE],
+                    with_payload=False,
+                    with_vector=False,
                 )
                 for side in sides
             ]
         )
         with self._lock:
             results = self._existing(qdrant_collection(collection)).query_batch(batch)
-        return [[hit_of(point, dense) for point in points] for points in results]
+        return [[(str(point.id), float(point.score)) for point in points] for points in results]
+
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
+        """Points by id as hits; same contract as ``VectorStore.fetch_hits``."""
+        if not ids:
+            return {}
+        wanted: list[int | uuid.UUID | str] = list(ids)
+        with self._lock:
+            records = self._existing(qdrant_collection(collection)).retrieve(
+                wanted, with_payload=True, with_vector=[DENSE]
+            )
+        return {str(record.id): hit_of(record, dense) for record in records}
 
     def hybrid_search(
         self,

@@ -72,7 +72,8 @@ def hit_of(point: Any, dense: Sequence[float]) -> Hit:
     values = [float(v) for v in vector] if isinstance(vector, list) else []
     similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
     payload = dict(point.payload or {})
-    return Hit(score=float(point.score), similarity=float(similarity), payload=payload, dense=values or None)
+    score = float(getattr(point, "score", 0.0) or 0.0)  # a point fetched by id has none
+    return Hit(score=score, similarity=float(similarity), payload=payload, dense=values or None)
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:
@@ -146,13 +147,9 @@ class Store(Protocol):
     def delete_document(self, collection: str, document_id: str) -> None: ...
     def has_second_dense(self, collection: str) -> bool: ...
     def search_sides(
-        self,
-        collection: str,
-        sides: Sequence[SideQuery],
-        dense: list[float],
-        *,
-        filters: dict[str, Any] | None = None,
-    ) -> list[list[Hit]]: ...
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]: ...
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]: ...
     def hybrid_search(
         self,
         collection: str,
@@ -336,15 +333,11 @@ class VectorStore:
         return isinstance(vectors, dict) and SECOND_DENSE in vectors
 
     def search_sides(
-        self,
-        collection: str,
-        sides: Sequence[SideQuery],
-        dense: list[float],
-        *,
-        filters: dict[str, Any] | None = None,
-    ) -> list[list[Hit]]:
-        """Each side's own ranking (its raw scores), in one batch request; the retriever fuses them.
-        ``similarity`` is each hit's MiniLM cosine to ``dense`` (the question's MiniLM vector)."""
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """Each side's own ranking, as (point id, raw score), in one batch request; the retriever
+        fuses them and fetches only the fused best (``fetch_hits``): payloads and vectors of every
+        side's candidates (170 by default) would cost more than the search."""
         query_filter = build_filter(filters or {})
         requests = [
             models.QueryRequest(
@@ -354,14 +347,25 @@ class VectorStore:
                 using=side.using,
                 limit=side.limit,
                 filter=query_filter,
-                with_payload=True,
-                with_vector=[DENSE],
+                with_payload=False,
+                with_vector=False,
             )
             for side in sides
         ]
         with self._guard():
             results = self.client.query_batch_points(qdrant_collection(collection), requests=requests)
-        return [[hit_of(point, dense) for point in result.points] for result in results]
+        return [[(str(point.id), float(point.score)) for point in result.points] for result in results]
+
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
+        """Points by id as hits (score 0, ``similarity`` their MiniLM cosine to ``dense``); a point
+        gone meanwhile (its document replaced) is absent."""
+        if not ids:
+            return {}
+        with self._guard():
+            points = self.client.retrieve(
+                qdrant_collection(collection), ids=list(ids), with_payload=True, with_vectors=[DENSE]
+            )
+        return {str(point.id): hit_of(point, dense) for point in points}
 
     def hybrid_search(
         self,

@@ -29,13 +29,13 @@ from rag_retriever.ranking import (
     cover_parts,
     downweight_boilerplate,
     fuse,
-    fuse_sides,
     keyword_query,
     mmr,
     penalize_used,
     prefer_named_source,
     section_units,
     split_question,
+    weighted_dbsf,
 )
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
 from rag_retriever.rerank import make_reranker
@@ -191,8 +191,10 @@ class Retriever:
             (SideQuery(SPARSE, sparse, s.sparse_prefetch_limit), s.sparse_weight),
         ]
         searched = [(side, weight) for side, weight in sides if weight > 0]
-        rankings = self.store.search_sides(collection, [side for side, _ in searched], dense, filters=filters)
-        return fuse_sides(rankings, [weight for _, weight in searched], limit)
+        rankings = self.store.search_sides(collection, [side for side, _ in searched], filters=filters)
+        fused = weighted_dbsf(rankings, [weight for _, weight in searched])[:limit]
+        found = self.store.fetch_hits(collection, [key for key, _ in fused], dense)
+        return [replace(found[key], score=score) for key, score in fused if key in found]
 
     def context(self, collection: str, hits: list[Hit]) -> list[Hit]:
         """What the generator reads: the passages within the token budget, each joined with its

@@ -52,27 +52,6 @@ def _dbsf_normalised(scores: Sequence[float]) -> list[float]:
     return [(s - low) / (high - low) for s in scores]
 
 
-def point_key(hit: Hit) -> tuple[str, str, int]:
-    """One stored point: its document, version and chunk (two versions may briefly coexist)."""
-    payload = hit.payload
-    return str(payload.get("document_id", "")), str(payload.get("content_hash", "")), int(payload.get("chunk_index", 0))
-
-
-def fuse_sides(rankings: Sequence[Sequence[Hit]], weights: Sequence[float], limit: int) -> list[Hit]:
-    """Several rankings of the same collection (each side's raw scores) as one, by ``weighted_dbsf``:
-    the first ``limit``, each hit as its first side returned it, with the fused score."""
-    first: dict[tuple[str, str, int], Hit] = {}
-    keyed: list[list[tuple[tuple[str, str, int], float]]] = []
-    for ranking in rankings:
-        side = []
-        for hit in ranking:
-            key = point_key(hit)
-            first.setdefault(key, hit)
-            side.append((key, hit.score))
-        keyed.append(side)
-    return [replace(first[key], score=score) for key, score in weighted_dbsf(keyed, weights)[:limit]]
-
-
 def hit_key(hit: Hit) -> tuple[str, int]:
     return str(hit.payload.get("document_id", hit.payload.get("source", ""))), int(hit.payload.get("chunk_index", 0))
 
