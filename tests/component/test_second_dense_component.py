@@ -108,7 +108,13 @@ def index(
 
 
 def retriever_settings(**overrides: object) -> RetrieverSettings:
-    plain: dict[str, object] = {"neighbours": 0, "context_budget_tokens": 0, "calibrate": False, **overrides}
+    plain: dict[str, object] = {
+        "neighbours": 0,
+        "context_budget_tokens": 0,
+        "calibrate": False,
+        "second_dense": False,  # whatever the environment says
+        **overrides,
+    }
     return RetrieverSettings(min_similarity=0.0, top_k=3, **plain)  # type: ignore[arg-type]
 
 

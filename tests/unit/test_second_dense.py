@@ -31,6 +31,7 @@ def test_a_missing_folder_names_the_setting_and_the_fix(tmp_path: Path) -> None:
 def test_the_retriever_stops_at_start_up_without_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_SECOND_DENSE", "true")
     monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("RAG_SECOND_MODEL_DIR", raising=False)
     settings = RetrieverSettings()
     assert settings.resolved_second_model_dir == tmp_path / "models" / "bge-small-en-v1.5-int8"
     embedder: Any = SimpleNamespace(embed_query=lambda text: ([], None))
