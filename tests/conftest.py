@@ -22,6 +22,7 @@ from tests.support.system import (
     RERANKER_DIR,
     ROOT,
     SAMPLE_CORPUS,
+    SECOND_DIR,
     UPLOAD_LIMIT,
     System,
     origin_of,
@@ -47,6 +48,15 @@ def reranker_dir() -> Path:
         script = ROOT / "scripts" / "assemble_model.py"
         subprocess.run([sys.executable, str(script), "--reranker", str(RERANKER_DIR)], check=True)
     return RERANKER_DIR
+
+
+@pytest.fixture(scope="session")
+def second_dir() -> Path:
+    """The second dense model's folder (``make test`` assembles it; assemble here if run directly)."""
+    if not (SECOND_DIR / "model.onnx").exists():
+        script = ROOT / "scripts" / "assemble_model.py"
+        subprocess.run([sys.executable, str(script), "--second", str(SECOND_DIR)], check=True)
+    return SECOND_DIR
 
 
 @pytest.fixture

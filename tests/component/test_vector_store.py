@@ -263,5 +263,9 @@ def test_the_edge_shard_layout_matches_the_store() -> None:
     """The shard is created by a child process that does not import the store: same names, same size."""
     from rag_common import edge_shard, embedding, vectors
 
-    assert (edge_shard.DENSE, edge_shard.SPARSE) == (vectors.DENSE, vectors.SPARSE)
-    assert edge_shard.DENSE_DIM == embedding.DENSE_DIM
+    assert (edge_shard.DENSE, edge_shard.SPARSE, edge_shard.SECOND_DENSE) == (
+        vectors.DENSE,
+        vectors.SPARSE,
+        vectors.SECOND_DENSE,
+    )
+    assert (edge_shard.DENSE_DIM, edge_shard.SECOND_DIM) == (embedding.DENSE_DIM, embedding.SECOND_DIM)

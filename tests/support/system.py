@@ -14,6 +14,7 @@ from rag_devrun.stack import Stack, StackOptions
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
 RERANKER_DIR = ROOT / "data" / "models" / "ms-marco-MiniLM-L-12-v2-int8"
+SECOND_DIR = ROOT / "data" / "models" / "bge-small-en-v1.5-int8"
 SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
 UPLOAD_LIMIT = 2 * 1024 * 1024
 

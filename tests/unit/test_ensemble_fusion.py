@@ -1,5 +1,6 @@
-"""The seventh round's fusion of several rankings by score (``benchmarks.ensemble``): with every
-weight 1 it must be the product's fusion (Qdrant's DBSF), or its figures would not compare."""
+"""The seventh round's fusion of several rankings by score (``benchmarks.ensemble``, now the
+product's ``rag_retriever.ranking.weighted_dbsf`` for ``RAG_SECOND_DENSE``): with every weight 1 it
+must be the product's fusion (Qdrant's DBSF), or its figures would not compare."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 from qdrant_client import models
 from qdrant_client.hybrid.fusion import distribution_based_score_fusion
 
-from benchmarks.ensemble import Side, sides_from, split_vector, weighted_dbsf
+from benchmarks.ensemble import Side, sides_from, split_vector
 from benchmarks.late_interaction import max_sim
+from rag_retriever.ranking import weighted_dbsf
 
 pytestmark = pytest.mark.unit
 

@@ -29,7 +29,7 @@ class NoStore:
 
 def search_twice(cache_size: int) -> tuple[CountingEmbedder, list[float]]:
     embedder = CountingEmbedder()
-    settings = RetrieverSettings(query_cache_size=cache_size, keyword_sparse=False, calibrate=False)
+    settings = RetrieverSettings(query_cache_size=cache_size, keyword_sparse=False, calibrate=False, second_dense=False)
     retriever = Retriever(settings, embedder, NoStore())  # type: ignore[arg-type]
     first, _ = retriever.search("docs", "What does Pro cost?", {}, 5)
     first.append(9.9)  # a caller changing its vector must not change the cached one

@@ -20,6 +20,7 @@ process and only opened here (``EdgeShard.load``, 30-130 ms).
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -51,10 +52,12 @@ from rag_common.embedding import SparseVector as TextSparseVector
 from rag_common.vectors import (
     CORE_FILTER_KEYS,
     DENSE,
+    SECOND_DENSE,
     SPARSE,
     ChunkRecord,
     Hit,
     IndexedDocument,
+    SideQuery,
     VersionState,
     hit_of,
     point_id,
@@ -182,7 +185,11 @@ class EdgeStore:
         points = [
             Point(
                 point_id(document_id, version, c.chunk_index),
-                {DENSE: c.dense, SPARSE: SparseVector(indices=c.sparse.indices, values=c.sparse.values)},
+                {
+                    DENSE: c.dense,
+                    SPARSE: SparseVector(indices=c.sparse.indices, values=c.sparse.values),
+                    **({SECOND_DENSE: c.second_dense} if c.second_dense is not None else {}),
+                },
                 {**c.payload, "document_id": document_id, "content_hash": version},
             )
             for c in chunks
@@ -234,6 +241,52 @@ class EdgeStore:
             shard = self._shard(name)
             if shard is not None:
                 self._deleting(name, shard, UpdateOperation.delete_points_by_filter(_match("document_id", document_id)))
+
+    def has_second_dense(self, collection: str) -> bool:
+        """Whether the collection's shard has the second dense model's vector (created since it exists)."""
+        name = qdrant_collection(collection)
+        with self._lock:
+            self._existing(name)
+            config = json.loads((self._folder(name) / "edge_config.json").read_text())
+        return SECOND_DENSE in (config.get("vectors") or {})
+
+    def search_sides(
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """Each side's own ranking, as (point id, raw score), in one batch call; the retriever fuses
+        them. Same contract as ``VectorStore.search_sides``."""
+        query_filter = build_edge_filter(filters or {})
+        batch = QueryBatchRequest(
+            [
+                QueryRequest(
+                    limit=side.limit,
+                    query=Query.Nearest(
+                        SparseVector(indices=side.vector.indices, values=side.vector.values)
+                        if isinstance(side.vector, TextSparseVector)
+                        else list(side.vector),
+                        using=side.using,
+                    ),
+                    filter=query_filter,
+                    with_payload=False,
+                    with_vector=False,
+                )
+                for side in sides
+            ]
+        )
+        with self._lock:
+            results = self._existing(qdrant_collection(collection)).query_batch(batch)
+        return [[(str(point.id), float(point.score)) for point in points] for points in results]
+
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
+        """Points by id as hits; same contract as ``VectorStore.fetch_hits``."""
+        if not ids:
+            return {}
+        wanted: list[int | uuid.UUID | str] = list(ids)
+        with self._lock:
+            records = self._existing(qdrant_collection(collection)).retrieve(
+                wanted, with_payload=True, with_vector=[DENSE]
+            )
+        return {str(record.id): hit_of(record, dense) for record in records}
 
     def hybrid_search(
         self,

@@ -21,13 +21,18 @@ from qdrant_edge import (
 
 DENSE = "dense"  # the same names as rag_common.vectors (a test checks)
 SPARSE = "bm25"
+SECOND_DENSE = "dense_second"
 DENSE_DIM = 384
+SECOND_DIM = 384
 INDEXED_KEYS = ("document_id", "content_hash", "source")
 
 
 def shard_config() -> EdgeConfig:
     return EdgeConfig(
-        vectors={DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)},
+        vectors={
+            DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine),
+            SECOND_DENSE: EdgeVectorParams(size=SECOND_DIM, distance=Distance.Cosine),
+        },
         sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
     )
 

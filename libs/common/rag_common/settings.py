@@ -153,6 +153,18 @@ class StoreSettings(ServiceSettings):
         description="embedded store without QDRANT_URL: edge (Qdrant Edge) or local (qdrant-client local mode)",
     )
     model_dir: Path | None = Field(None, validation_alias=_env("RAG_MODEL_DIR"))
+    second_dense: bool = Field(
+        False,
+        validation_alias=_env("RAG_SECOND_DENSE"),
+        description="embed chunks (ingest) and questions (retriever) with a second dense model too, bge-small-en-v1.5, "
+        "stored as a second named vector and fused with MiniLM and BM25 (set it alike for ingest and retriever)",
+    )
+    second_model_dir: Path | None = Field(
+        None,
+        validation_alias=_env("RAG_SECOND_MODEL_DIR"),
+        description="the second dense model's folder (model.onnx, tokenizer.json); "
+        "default <data_dir>/models/bge-small-en-v1.5-int8 (`make model`)",
+    )
 
     @field_validator("qdrant_api_key")
     @classmethod
@@ -168,3 +180,7 @@ class StoreSettings(ServiceSettings):
     @property
     def resolved_model_dir(self) -> Path:
         return self.model_dir or self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
+
+    @property
+    def resolved_second_model_dir(self) -> Path:
+        return self.second_model_dir or self.data_dir / "models" / "bge-small-en-v1.5-int8"

@@ -30,12 +30,16 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.local.local_collection import EPSILON, LocalCollection
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from rag_common.embedding import DENSE_DIM, SparseVector
+from rag_common.embedding import DENSE_DIM, SECOND_DIM, SparseVector
 from rag_common.memory import release_memory
 from rag_common.settings import StoreSettings
 
 DENSE = "dense"
 SPARSE = "bm25"
+# The second dense model's vector (``RAG_SECOND_DENSE``). Every collection created since it exists
+# has room for it, so turning the setting on and uploading the documents again fills it; a
+# collection created before has no such vector and is searched without it (``has_second_dense``).
+SECOND_DENSE = "dense_second"
 CORE_FILTER_KEYS = {"source", "section", "kind", "page", "document_id"}
 _POINT_NS = uuid.UUID("6f1d7c1e-3c55-4f4e-9b59-2f2f3c4a9d10")
 UPSERT_BATCH = 256
@@ -68,7 +72,8 @@ def hit_of(point: Any, dense: Sequence[float]) -> Hit:
     values = [float(v) for v in vector] if isinstance(vector, list) else []
     similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
     payload = dict(point.payload or {})
-    return Hit(score=float(point.score), similarity=float(similarity), payload=payload, dense=values or None)
+    score = float(getattr(point, "score", 0.0) or 0.0)  # a point fetched by id has none
+    return Hit(score=score, similarity=float(similarity), payload=payload, dense=values or None)
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:
@@ -84,6 +89,7 @@ class ChunkRecord:
     dense: list[float]
     sparse: SparseVector
     payload: dict[str, Any]
+    second_dense: list[float] | None = None  # the second dense model's vector, when it is on
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +114,16 @@ class VersionState:
 
 
 @dataclass(frozen=True, slots=True)
+class SideQuery:
+    """One ranking to search for a question: a named vector (``DENSE``, ``SECOND_DENSE``, ``SPARSE``),
+    the question's vector for it, and how many candidates it returns."""
+
+    using: str
+    vector: list[float] | SparseVector
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     score: float
     similarity: float
@@ -129,6 +145,11 @@ class Store(Protocol):
     def version_state(self, collection: str, document_id: str, version: str) -> VersionState: ...
     def drop_other_versions(self, collection: str, document_id: str, version: str) -> None: ...
     def delete_document(self, collection: str, document_id: str) -> None: ...
+    def has_second_dense(self, collection: str) -> bool: ...
+    def search_sides(
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]: ...
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]: ...
     def hybrid_search(
         self,
         collection: str,
@@ -200,7 +221,10 @@ class VectorStore:
             self._writes += 1  # only creating counts as a write: checking does not discard a reload
             self.client.create_collection(
                 name,
-                vectors_config={DENSE: models.VectorParams(size=DENSE_DIM, distance=models.Distance.COSINE)},
+                vectors_config={
+                    DENSE: models.VectorParams(size=DENSE_DIM, distance=models.Distance.COSINE),
+                    SECOND_DENSE: models.VectorParams(size=SECOND_DIM, distance=models.Distance.COSINE),
+                },
                 sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             )
             if not self.local:
@@ -243,10 +267,7 @@ class VectorStore:
                 points = [
                     models.PointStruct(
                         id=point_id(document_id, version, c.chunk_index),
-                        vector={
-                            DENSE: c.dense,
-                            SPARSE: models.SparseVector(indices=c.sparse.indices, values=c.sparse.values),
-                        },
+                        vector=_point_vectors(c),
                         payload={**c.payload, "document_id": document_id, "content_hash": version},
                     )
                     for c in chunks[start : start + UPSERT_BATCH]
@@ -304,6 +325,47 @@ class VectorStore:
                     name, points_selector=models.FilterSelector(filter=_match("document_id", document_id)), wait=True
                 )
         self.compact(collection)
+
+    def has_second_dense(self, collection: str) -> bool:
+        """Whether the collection has the second dense model's vector (created since it exists)."""
+        with self._guard():
+            vectors = self.client.get_collection(qdrant_collection(collection)).config.params.vectors
+        return isinstance(vectors, dict) and SECOND_DENSE in vectors
+
+    def search_sides(
+        self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """Each side's own ranking, as (point id, raw score), in one batch request; the retriever
+        fuses them and fetches only the fused best (``fetch_hits``): payloads and vectors of every
+        side's candidates (170 by default) would cost more than the search."""
+        query_filter = build_filter(filters or {})
+        requests = [
+            models.QueryRequest(
+                query=models.SparseVector(indices=side.vector.indices, values=side.vector.values)
+                if isinstance(side.vector, SparseVector)
+                else side.vector,
+                using=side.using,
+                limit=side.limit,
+                filter=query_filter,
+                with_payload=False,
+                with_vector=False,
+            )
+            for side in sides
+        ]
+        with self._guard():
+            results = self.client.query_batch_points(qdrant_collection(collection), requests=requests)
+        return [[(str(point.id), float(point.score)) for point in result.points] for result in results]
+
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
+        """Points by id as hits (score 0, ``similarity`` their MiniLM cosine to ``dense``); a point
+        gone meanwhile (its document replaced) is absent."""
+        if not ids:
+            return {}
+        with self._guard():
+            points = self.client.retrieve(
+                qdrant_collection(collection), ids=list(ids), with_payload=True, with_vectors=[DENSE]
+            )
+        return {str(point.id): hit_of(point, dense) for point in points}
 
     def hybrid_search(
         self,
@@ -493,6 +555,16 @@ def _reload(old: LocalCollection, path: str, *, force_disable_check_same_thread:
             vectors = np.where(norms > EPSILON, vectors / np.maximum(norms, EPSILON), vectors).astype(np.float32)
         fresh.vectors[vector_name] = vectors
     return fresh
+
+
+def _point_vectors(chunk: ChunkRecord) -> dict[str, Any]:
+    vectors: dict[str, Any] = {
+        DENSE: chunk.dense,
+        SPARSE: models.SparseVector(indices=chunk.sparse.indices, values=chunk.sparse.values),
+    }
+    if chunk.second_dense is not None:
+        vectors[SECOND_DENSE] = chunk.second_dense
+    return vectors
 
 
 def _match(key: str, value: Any) -> models.Filter:

@@ -21,7 +21,7 @@ from rag_common.documents import (
     legacy_object_name,
     object_name,
 )
-from rag_common.embedding import Embedder, get_embedder
+from rag_common.embedding import Embedder, SecondEmbedder, get_embedder, get_second_embedder
 from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
@@ -44,6 +44,7 @@ class Ingestor:
     """The ingest handlers' shared state: model, store, buckets."""
 
     embedder: Embedder
+    second: SecondEmbedder | None = None  # the second dense model (RAG_SECOND_DENSE), else None
     store: Store
     objects: Any
     status: StatusStore
@@ -101,7 +102,14 @@ class Ingestor:
                 span.set_attribute("rag.document_id", request.document_id)
                 span.set_attribute("rag.collection", request.collection)
                 result = await asyncio.to_thread(
-                    index_document, request, data, self.embedder, self.store, self.settings, self.telemetry.tracer
+                    index_document,
+                    request,
+                    data,
+                    self.embedder,
+                    self.store,
+                    self.settings,
+                    self.telemetry.tracer,
+                    self.second,
                 )
         except (ParseError, UnsupportedFileType) as exc:
             raise PermanentError("parse_failed", str(exc), 422) from exc
@@ -209,6 +217,8 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
 
     async def load() -> None:
         ingestor.embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+        if settings.second_dense:  # a missing folder stops the service here, naming the setting
+            ingestor.second = await asyncio.to_thread(get_second_embedder, settings.resolved_second_model_dir)
         ingestor.store = configured_store(settings)
 
     async def connected() -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from opentelemetry import trace
 
 from rag_common.documents import stored_version
-from rag_common.embedding import Embedder
+from rag_common.embedding import Embedder, SecondEmbedder
 from rag_common.injection import find_instruction_spans
 from rag_common.messages import ChunkPayload, IngestRequested
 from rag_common.vectors import ChunkRecord, Store
@@ -41,6 +44,10 @@ class IndexResult:
 
 
 _NO_TRACING = trace.NoOpTracer()
+
+log = logging.getLogger("rag.ingest")
+# Per store, the collections already logged as having no room for the second vector.
+_without_second: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
 def make_chunks(
@@ -170,6 +177,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.code_comment_headings,
         settings.bm25_avg_len,
         *(("sentence_vectors",) if settings.sentence_vectors else ()),
+        *(("second_dense",) if settings.second_dense else ()),
     )
     return stored_version(content_hash, hashlib.sha256(repr(shape).encode()).hexdigest()[:12])
 
@@ -181,10 +189,13 @@ def index_document(
     store: Store,
     settings: IngestSettings,
     tracer: trace.Tracer = _NO_TRACING,
+    second: SecondEmbedder | None = None,
 ) -> IndexResult:
     """Index a document's new version; the old version stays searchable until the new one is written.
 
     With a ``tracer`` each step (parse, chunk, embed, upsert) is a child span of the caller's span.
+    With ``second`` (``RAG_SECOND_DENSE``) every chunk gets the second dense model's vector too,
+    unless its collection was created without room for it (then it is logged once and skipped).
     """
     chunks = make_chunks(request, data, embedder, settings, tracer)
     if len(chunks) > settings.max_chunks_per_document:
@@ -193,15 +204,22 @@ def index_document(
             f"{settings.max_chunks_per_document}; split the document or raise the limit"
         )
     payloads = [chunk_payload(request, c, settings) for c in chunks]
+    if second is not None and not has_room_for_second(store, request.collection):
+        second = None
     with tracer.start_as_current_span("ingest.embed") as span:
         span.set_attribute("rag.chunks", len(chunks))
+        span.set_attribute("rag.second_dense", second is not None)
+        texts = embedding_texts(request, chunks, settings)
         dense, sparse, sentences = embed_chunks(
             embedder,
-            embedding_texts(request, chunks, settings),
+            texts,
             chunks,
             payloads,
             sentence_vectors=settings.sentence_vectors,
             bm25_avg_len=settings.bm25_avg_len,
+        )
+        seconds: list[list[float] | None] = (
+            list(second.embed_passages(texts)) if second is not None and texts else [None] * len(chunks)
         )
     # chunks_total: a retried message tells a whole written version from one cut short by a crash.
     records = [
@@ -210,8 +228,9 @@ def index_document(
             dense=d,
             sparse=s,
             payload=p.model_copy(update={"chunks_total": len(chunks), **x}).stored(),
+            second_dense=d2,
         )
-        for c, p, d, s, x in zip(chunks, payloads, dense, sparse, sentences, strict=True)
+        for c, p, d, s, x, d2 in zip(chunks, payloads, dense, sparse, sentences, seconds, strict=True)
     ]
     with tracer.start_as_current_span("ingest.upsert") as span:
         span.set_attribute("rag.points", len(records))
@@ -220,3 +239,20 @@ def index_document(
             request.collection, request.document_id, index_version(request.content_hash, settings), records
         )
     return IndexResult(chunks=len(records))
+
+
+def has_room_for_second(store: Store, collection: str) -> bool:
+    """Whether a collection can hold the second dense model's vectors: one created before they
+    existed cannot (logged once per collection; its documents are indexed without them)."""
+    store.ensure_collection(collection)
+    if store.has_second_dense(collection):
+        return True
+    logged = _without_second.setdefault(store, set())
+    if collection not in logged:
+        logged.add(collection)
+        log.warning(
+            "collection %s was created without a vector for the second dense model (RAG_SECOND_DENSE): its "
+            "documents are indexed without it; index them into a new collection to use it",
+            collection,
+        )
+    return False

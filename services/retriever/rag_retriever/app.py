@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -13,7 +15,7 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from rag_common import sentence_vectors, subjects
-from rag_common.embedding import Embedder, SparseVector, get_embedder
+from rag_common.embedding import Embedder, SecondEmbedder, SparseVector, get_embedder, get_second_embedder
 from rag_common.messages import Query, QueryRetrieved, QueryRouted, Retrieval
 from rag_common.names import check_filters
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
@@ -21,7 +23,7 @@ from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import PermanentError, register_query_stage
 from rag_common.transport.publishing import publish_stage
 from rag_common.transport.service import create_service, register_ping
-from rag_common.vectors import Hit, Store, configured_store
+from rag_common.vectors import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store, configured_store
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import (
     cover_parts,
@@ -33,6 +35,7 @@ from rag_retriever.ranking import (
     prefer_named_source,
     section_units,
     split_question,
+    weighted_dbsf,
 )
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
 from rag_retriever.rerank import make_reranker
@@ -46,10 +49,25 @@ log = logging.getLogger("rag.retriever")
 class Retriever:
     """Search for one question; blocking work runs in a thread so the event loop stays free."""
 
-    def __init__(self, settings: RetrieverSettings, embedder: Embedder, store: Store) -> None:
+    def __init__(
+        self,
+        settings: RetrieverSettings,
+        embedder: Embedder,
+        store: Store,
+        second: SecondEmbedder | None = None,
+    ) -> None:
         self.settings = settings
         self.embedder = embedder
         self.store = store
+        # The second dense model (RAG_SECOND_DENSE): loaded here, so a missing folder stops the
+        # service at start-up; weight 0 leaves its side out, and so the model too.
+        self.second: SecondEmbedder | None = None
+        if settings.second_dense and settings.second_dense_weight > 0:
+            self.second = second or get_second_embedder(settings.resolved_second_model_dir)
+        self._second_in: dict[str, bool] = {}  # per collection: has it the second vector?
+        self._second_queries = (
+            ThreadPoolExecutor(settings.concurrency, thread_name_prefix="second-query") if self.second else None
+        )
         self._probes: list[list[float]] | None = None
         self._calibrations: dict[str, tuple[int, Calibration]] = {}
         self._lock = threading.Lock()
@@ -68,6 +86,30 @@ class Retriever:
             if settings.query_cache_size
             else embedder.embed_query
         )
+        self._embed_second: Callable[[str], list[float]] = (
+            self.second.embed_query if self.second is not None else _no_second
+        )
+        if self.second is not None and settings.query_cache_size:
+            self._embed_second = lru_cache(maxsize=settings.query_cache_size)(self.second.embed_query)
+
+    def uses_second(self, collection: str) -> bool:
+        """Whether questions to this collection search the second dense model's side too: the
+        setting is on and the collection has that vector (one created before it existed has not,
+        and is searched with MiniLM and BM25 alone; logged once per collection)."""
+        if self.second is None:
+            return False
+        known = self._second_in.get(collection)
+        if known is None:
+            known = self.store.has_second_dense(collection)
+            if not known:
+                log.warning(
+                    "collection %s has no vector for the second dense model (created before it existed): "
+                    "searched with MiniLM and BM25 only; index its documents into a new collection to use it "
+                    "(docs/EVALUATION.md, eighth round)",
+                    collection,
+                )
+            self._second_in[collection] = known
+        return known
 
     def calibration(self, collection: str) -> Calibration:
         """The collection's threshold, measured again when its size changed by a tenth or more."""
@@ -98,9 +140,11 @@ class Retriever:
         filters: dict[str, Any],
         limit: int,
         embedded: tuple[list[float], SparseVector] | None = None,
+        second: list[float] | None = None,
     ) -> tuple[list[float], list[Hit]]:
         """One hybrid search; the sparse side gets only the question's keywords when so set.
-        ``embedded``: ``text``'s embedding when the caller has it already."""
+        ``embedded``: ``text``'s embedding when the caller has it already; ``second``: its second
+        model's, likewise (searched only when the collection has that vector)."""
         dense, sparse = embedded if embedded is not None else self._embed(text)
         dense = list(dense)  # the cached list stays the cache's
         if self.settings.keyword_sparse:
@@ -108,6 +152,8 @@ class Retriever:
             if keywords != text:
                 vector = next(iter(self.embedder.sparse.query_embed(keywords)))  # BM25 only: no model run
                 sparse = SparseVector(vector.indices.tolist(), vector.values.tolist())
+        if self.uses_second(collection):
+            return dense, self._search_three(collection, text, filters, limit, dense, sparse, second)
         hits = self.store.hybrid_search(
             collection,
             dense,
@@ -123,6 +169,32 @@ class Retriever:
             fusion=self.settings.fusion,
         )
         return dense, hits
+
+    def _search_three(
+        self,
+        collection: str,
+        text: str,
+        filters: dict[str, Any],
+        limit: int,
+        dense: list[float],
+        sparse: SparseVector,
+        second: list[float] | None,
+    ) -> list[Hit]:
+        """MiniLM's, the second model's and BM25's rankings, each searched on its own, fused by
+        weighted DBSF (``dense_weight``, ``second_dense_weight``, ``sparse_weight``); a side of
+        weight 0 is not searched. ``similarity`` stays each hit's MiniLM cosine."""
+        s = self.settings
+        second_vector = second if second is not None else self._embed_second(text)
+        sides = [
+            (SideQuery(DENSE, dense, s.prefetch_limit), s.dense_weight),
+            (SideQuery(SECOND_DENSE, list(second_vector), s.second_prefetch_limit), s.second_dense_weight),
+            (SideQuery(SPARSE, sparse, s.sparse_prefetch_limit), s.sparse_weight),
+        ]
+        searched = [(side, weight) for side, weight in sides if weight > 0]
+        rankings = self.store.search_sides(collection, [side for side, _ in searched], filters=filters)
+        fused = weighted_dbsf(rankings, [weight for _, weight in searched])[:limit]
+        found = self.store.fetch_hits(collection, [key for key, _ in fused], dense)
+        return [replace(found[key], score=score) for key, score in fused if key in found]
 
     def context(self, collection: str, hits: list[Hit]) -> list[Hit]:
         """What the generator reads: the passages within the token budget, each joined with its
@@ -163,12 +235,13 @@ class Retriever:
         filters: dict[str, Any],
         used: dict[str, int] | None = None,
         embedded: tuple[list[float], SparseVector] | None = None,
+        second: list[float] | None = None,
     ) -> list[Hit]:
         """Search, fuse the parts of a two-part question, down-weight boilerplate, then pick the
         top_k with MMR or section diversity (each step behind its setting)."""
         s = self.settings
         limit = max(s.top_k, s.candidates if (s.diversify_sections or s.mmr) else 0)
-        dense, hits = self.search(collection, text, filters, limit, embedded)
+        dense, hits = self.search(collection, text, filters, limit, embedded, second)
         parts = split_question(question) if s.split_questions else []
         part_rankings: list[list[Hit]] = []
         if parts and s.split_mode == "cover":
@@ -213,8 +286,13 @@ class Retriever:
             raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
+        # The two models embed the question at once (onnxruntime lets go of the GIL while it runs).
+        pending: Future[list[float]] | None = None
+        if self._second_queries is not None and self.uses_second(query.collection):
+            pending = self._second_queries.submit(self._embed_second, text)
         embedded = self._embed(text)
-        hits = self.rank(query.collection, text, question, query.filters, used_sources(query), embedded)
+        second = pending.result() if pending is not None else None
+        hits = self.rank(query.collection, text, question, query.filters, used_sources(query), embedded, second)
         hits = self.context(query.collection, hits)
         passages = to_passages(hits)
         threshold = self.calibration(query.collection).threshold
@@ -253,6 +331,10 @@ class Retriever:
         return QueryRetrieved(
             query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
         )
+
+
+def _no_second(text: str) -> list[float]:
+    raise RuntimeError("the second dense model is off (RAG_SECOND_DENSE=false)")
 
 
 def used_sources(query: Query) -> dict[str, int]:

@@ -10,11 +10,46 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from rag_common.embedding import STOPWORDS
 from rag_common.vectors import Hit
+
+K = TypeVar("K", bound=Hashable)
+
+
+def weighted_dbsf(sides: Sequence[Sequence[tuple[K, float]]], weights: Sequence[float]) -> list[tuple[K, float]]:
+    """Distribution-based score fusion with a weight per side, best first.
+
+    Each side's scores are mapped through its own mean ± 3 standard deviations (sample variance)
+    to about 0..1 (one candidate, or all equal: 0.5), multiplied by the side's weight and summed
+    per key; a key a side did not return gets nothing from it. With every weight 1 this is Qdrant's
+    ``Fusion.DBSF`` (``qdrant_client.hybrid.fusion.distribution_based_score_fusion``), ties
+    included: keys keep the order they were first seen in, side by side, when their sums are equal.
+    Qdrant's own DBSF takes no weights, hence this for the second dense model (``RAG_SECOND_DENSE``).
+    """
+    if len(sides) != len(weights):
+        raise ValueError(f"{len(sides)} sides but {len(weights)} weights")
+    fused: dict[K, float] = {}
+    for side, weight in zip(sides, weights, strict=True):
+        if not side:
+            continue
+        for key, score in zip((k for k, _ in side), _dbsf_normalised([s for _, s in side]), strict=True):
+            fused[key] = fused.get(key, 0.0) + weight * score
+    return sorted(fused.items(), key=lambda item: item[1], reverse=True)
+
+
+def _dbsf_normalised(scores: Sequence[float]) -> list[float]:
+    if len(scores) == 1:
+        return [0.5]
+    mean = sum(scores) / len(scores)
+    variance = sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
+    if variance == 0:
+        return [0.5] * len(scores)
+    low, high = mean - 3 * variance**0.5, mean + 3 * variance**0.5
+    return [(s - low) / (high - low) for s in scores]
 
 
 def hit_key(hit: Hit) -> tuple[str, int]:

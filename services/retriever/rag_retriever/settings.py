@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import StoreSettings
@@ -86,6 +86,16 @@ class RetrieverSettings(StoreSettings):
     )
     prefetch_limit: int = Field(60, ge=1, le=500, description="dense candidates before fusion")
     sparse_prefetch_limit: int = Field(50, ge=1, le=500, description="BM25 candidates before fusion")
+    second_dense_weight: float = Field(
+        0.4,
+        ge=0,
+        le=10,
+        description="with RAG_SECOND_DENSE: weight of the second dense model's ranking in the weighted DBSF, beside "
+        "MiniLM's (dense_weight) and BM25's (sparse_weight); 0 leaves it out (nor is the question embedded with it)",
+    )
+    second_prefetch_limit: int = Field(
+        60, ge=1, le=500, description="with RAG_SECOND_DENSE: the second dense model's candidates before fusion"
+    )
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant (60 is the usual choice)")
     min_similarity: float = Field(
         0.30, ge=-1, le=1, description="refuse when the best passage's dense cosine to the question is below this"
@@ -115,6 +125,15 @@ class RetrieverSettings(StoreSettings):
     rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
     rewrite_timeout_s: float = Field(10.0, gt=0)
     metrics_port: int = 9103
+
+    @model_validator(mode="after")
+    def _second_dense_fuses_scores(self) -> RetrieverSettings:
+        if self.second_dense and self.fusion != "dbsf":
+            raise ValueError(
+                "RAG_SECOND_DENSE=true fuses its three rankings by weighted score fusion only: "
+                "set RAG_RETRIEVER_FUSION=dbsf, or RAG_SECOND_DENSE=false"
+            )
+        return self
 
     @property
     def resolved_reranker_model_dir(self) -> Path:
