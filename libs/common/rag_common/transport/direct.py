@@ -1,0 +1,56 @@
+"""A nats-py subscription whose messages are handed over where nats-py parses them.
+
+With a callback, nats-py puts each message of a subscription on the subscription's pending queue;
+a task of the subscription's own (``Subscription._wait_for_msgs``) takes it off and awaits the
+callback. On the query path that is a queue round and one more event-loop turn per delivery before
+our code sees the message, and the pull consumer then made a task of its own for the handler. Here
+the subscription's pending queue is replaced by one that calls ``on_message`` at once, from
+nats-py's reader (``Client._process_msg``), in arrival order: a plain function that must not
+block; work that awaits goes into a task of its own (``PullConsumer``), or there is none (the
+gateway's answers, ``AnswerHub.deliver``).
+
+What stays nats-py's: the SUB and UNSUB, the subscription kept across reconnects, ``drain`` and
+``unsubscribe`` (nothing is ever pending here, so a drain only waits for the server's round trip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+OnMessage = Callable[[Msg], None]
+
+
+class _HandOver(asyncio.Queue[Msg]):
+    """Stands in for a subscription's pending queue: a message put on it goes to ``on_message``
+    and is never queued, so ``join`` (a drain) never waits and ``qsize`` is always 0."""
+
+    def __init__(self, subscription: Subscription, on_message: OnMessage) -> None:
+        super().__init__()
+        self._subscription = subscription
+        self._on_message = on_message
+
+    def put_nowait(self, item: Msg) -> None:
+        self._subscription._pending_size -= len(item.data)  # counted by nats-py as it hands it over
+        try:
+            self._on_message(item)
+        except Exception:  # raised into nats-py's reader it would drop the connection's next messages
+            log.exception("message handler failed on %s", item.subject)
+
+
+async def subscribe_direct(nc: Client, subject: str, on_message: OnMessage) -> Subscription:
+    """Subscribe ``subject`` (wildcards allowed) and call ``on_message(msg)`` for each message,
+    synchronously, in arrival order, from nats-py's reader."""
+    subscription = await nc.subscribe(subject)  # no callback: no task of nats-py's per subscription
+    queued = subscription._pending_queue
+    subscription._pending_queue = _HandOver(subscription, on_message)
+    while not queued.empty():  # anything that arrived while the SUB was being sent
+        subscription._pending_queue.put_nowait(queued.get_nowait())
+    return subscription
