@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from rag_common import subjects
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.direct import subscribe_direct
+from rag_common.transport.direct import direct_replies, subscribe_direct
 from rag_common.transport.labels import (
     ConsumeMetrics,
     PublishMetrics,
@@ -129,6 +129,7 @@ class RagBroker(NatsBroker):
         await super().start()
         if not self._pulling:
             self._pulling = True
+            await direct_replies(self.connection)
             for subject, handle in self.core_subscribers:
                 self._core_subscriptions.append(await subscribe_direct(self.connection, subject, handle))
             for consumer in self.pull_consumers:

@@ -9,7 +9,8 @@ nats-py's reader (``Client._process_msg``), in arrival order: a plain function t
 block; work that awaits goes into a task of its own (``PullConsumer``), or there is none (the
 gateway's answers, ``AnswerHub.deliver``).
 
-What stays nats-py's: the SUB and UNSUB, the subscription kept across reconnects, ``drain`` and
+``direct_replies`` does the same for nats-py's own reply subscription (a JetStream publish's
+PubAck). What stays nats-py's: the SUB and UNSUB, the subscription kept across reconnects, ``drain`` and
 ``unsubscribe`` (nothing is ever pending here, so a drain only waits for the server's round trip).
 """
 
@@ -49,8 +50,37 @@ async def subscribe_direct(nc: Client, subject: str, on_message: OnMessage) -> S
     """Subscribe ``subject`` (wildcards allowed) and call ``on_message(msg)`` for each message,
     synchronously, in arrival order, from nats-py's reader."""
     subscription = await nc.subscribe(subject)  # no callback: no task of nats-py's per subscription
+    _hand_over(subscription, on_message)
+    return subscription
+
+
+async def direct_replies(nc: Client) -> None:
+    """Hand each reply to a request (a JetStream publish's PubAck above all) to its waiting future
+    from nats-py's reader, as ``Client._request_sub_callback`` does, but without the reply
+    subscription's queue and task in between: one event-loop turn less before a stage may ack.
+
+    nats-py makes its reply subscription (``_INBOX.<id>.*``) on the first request; made here
+    first if need be. It lasts as long as the connection (kept across reconnects), so once is
+    enough; a second call changes nothing.
+    """
+    if not nc._resp_sub_prefix:
+        await nc._init_request_sub()
+    prefix = len(nc._inbox_prefix) + 22 + 2  # "<inbox prefix>.<22-character nuid>." as nats-py cuts it
+
+    def on_reply(msg: Msg) -> None:
+        future = nc._resp_map.get(msg.subject[prefix:])
+        if future is not None and not future.done():
+            future.set_result(msg)
+
+    for subscription in list(nc._subs.values()):
+        if subscription._cb == nc._request_sub_callback and not isinstance(subscription._pending_queue, _HandOver):
+            _hand_over(subscription, on_reply)
+            if subscription._wait_for_msgs_task is not None:
+                subscription._wait_for_msgs_task.cancel()  # it would wait on a queue nothing is put on
+
+
+def _hand_over(subscription: Subscription, on_message: OnMessage) -> None:
     queued = subscription._pending_queue
     subscription._pending_queue = _HandOver(subscription, on_message)
-    while not queued.empty():  # anything that arrived while the SUB was being sent
+    while not queued.empty():  # anything that arrived before the hand-over
         subscription._pending_queue.put_nowait(queued.get_nowait())
-    return subscription
