@@ -10,8 +10,11 @@ block; work that awaits goes into a task of its own (``PullConsumer``), or there
 gateway's answers, ``AnswerHub.deliver``).
 
 ``direct_replies`` does the same for nats-py's own reply subscription (a JetStream publish's
-PubAck). What stays nats-py's: the SUB and UNSUB, the subscription kept across reconnects, ``drain`` and
-``unsubscribe`` (nothing is ever pending here, so a drain only waits for the server's round trip).
+PubAck). What stays nats-py's: the SUB and UNSUB, the subscription kept across reconnects,
+``drain`` and ``unsubscribe`` (nothing is ever pending here, so a drain only waits for the
+server's round trip). This reaches into nats-py's private attributes (pinned in
+``requirements.lock``); ``tests/integration/test_direct_delivery.py`` checks the path on a real
+server.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ FastStream's pull subscriber costs about 2 ms of Python per message on this mach
 loop, an anyio worker pool, the middleware chain, dependency resolution). Here the consumer keeps
 up to ``concurrency`` messages requested or in hand at all times: one pull request asks for every
 free slot, each message runs as its own task straight into ``handle``, and a slot that frees asks
-again without waiting for a round trip. The inbox is a ``subscribe_direct`` subscription: nats-py's
-reader hands each message to ``_received``, which starts its task there (no pending queue, no
-nats-py task in between). JetStream's guarantees are the consumer's, not the
-client's: explicit acks, ``ack_wait`` redelivery, ``max_deliver`` and one durable consumer shared
-by every replica stay exactly as declared (``streams.consumer_config``).
+again without waiting for a round trip. The inbox is a ``subscribe_direct`` subscription:
+nats-py's reader hands each message to ``_received``, which starts its task there (no pending
+queue, no nats-py task in between). JetStream's guarantees are the consumer's, not the client's:
+explicit acks, ``ack_wait`` redelivery, ``max_deliver`` and one durable consumer shared by every
+replica stay exactly as declared (``streams.consumer_config``).
 
 Pull requests are lost when NATS restarts or the consumer is re-created; the count of requested
 messages is then reset and requested again: on the server's status (a 408 expiry or a 409 says how
