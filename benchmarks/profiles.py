@@ -156,9 +156,9 @@ def hop_hooks(timelines: Timelines) -> Iterator[None]:
         finally:
             timelines.published(subject, headers, started, time.perf_counter())
 
-    async def timed_received(self: PullConsumer, msg: Msg) -> None:
+    def timed_received(self: PullConsumer, msg: Msg) -> None:
         timelines.received(msg.subject, msg.headers, time.perf_counter())
-        await received(self, msg)
+        received(self, msg)
 
     def timed_deliver(self: AnswerHub, subject: str, body: bytes) -> None:
         timelines.received(subject, None, time.perf_counter())

@@ -84,7 +84,8 @@ class AnswerHub:
 
 def answer_receiver(hub: AnswerHub, broker: RagBroker, tracer: Tracer) -> CoreHandler:
     """The gateway's answer subscription on nats-py (``RagBroker.add_core_subscriber``): each message
-    straight into ``hub.deliver``, with what FastStream's subscriber gave it and nothing more.
+    straight into ``hub.deliver`` from nats-py's reader (no task: nothing here awaits), with what
+    FastStream's subscriber gave it and nothing more.
 
     A final answer or an error gets one "rag.answer.*.*.<kind> process" span, child of the
     evaluator's (its trace context in the headers), with the request id as an attribute; a token
@@ -94,7 +95,7 @@ def answer_receiver(hub: AnswerHub, broker: RagBroker, tracer: Tracer) -> CoreHa
     metrics = {kind: broker.consume_metrics(subjects.answer_subject("*", "*", kind)) for kind in MODELS}
     span_names = {kind: f"{metric_subject(subjects.answer_subject('*', '*', kind))} process" for kind in MODELS}
 
-    async def on_answer(msg: Msg) -> None:
+    def on_answer(msg: Msg) -> None:
         subject = msg.subject
         kind = subject[subject.rfind(".") + 1 :]
         counted = metrics.get(kind)

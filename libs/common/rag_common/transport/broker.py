@@ -11,7 +11,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry
 from rag_common import subjects
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
+from rag_common.transport.direct import direct_replies, subscribe_direct
 from rag_common.transport.labels import (
     ConsumeMetrics,
     PublishMetrics,
@@ -78,7 +79,7 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
     return broker
 
 
-CoreHandler = Callable[[Msg], Awaitable[None]]
+CoreHandler = Callable[[Msg], None]
 
 
 class RagBroker(NatsBroker):
@@ -117,18 +118,20 @@ class RagBroker(NatsBroker):
         self.pull_consumers.append(consumer)
 
     def add_core_subscriber(self, subject: str, handle: CoreHandler) -> None:
-        """Run ``handle`` on every core-NATS message of ``subject`` (wildcards allowed), with nats-py
-        alone: no FastStream subscriber, middleware chain or task group per message. nats-py calls
-        it for one message at a time, in arrival order, and subscribes again after a reconnect.
-        ``handle`` does its own tracing and metrics (the gateway's answers: ``rag_gateway.answers``)."""
+        """Call ``handle`` on every core-NATS message of ``subject`` (wildcards allowed), with nats-py
+        alone: no FastStream subscriber, middleware chain or task per message. nats-py's reader
+        calls it for one message at a time, in arrival order (``subscribe_direct``: a plain function
+        that must not block), and subscribes again after a reconnect. ``handle`` does its own
+        tracing and metrics (the gateway's answers: ``rag_gateway.answers``)."""
         self.core_subscribers.append((subject, handle))
 
     async def start(self) -> None:
         await super().start()
         if not self._pulling:
             self._pulling = True
+            await direct_replies(self.connection)
             for subject, handle in self.core_subscribers:
-                self._core_subscriptions.append(await self.connection.subscribe(subject, cb=handle))
+                self._core_subscriptions.append(await subscribe_direct(self.connection, subject, handle))
             for consumer in self.pull_consumers:
                 await consumer.start(self.connection)
 

@@ -142,12 +142,11 @@ async def process_message(
     so a slow message (a long document, a slow model) is not redelivered to a second worker while
     a dead worker's message still is, after the consumer's ack wait.
     """
-    deliveries = _deliveries(msg)
     try:
         payload = model.model_validate_json(msg.body)
     except ValidationError as exc:
         error = f"invalid {model.__name__} message: {exc.errors(include_url=False)[:3]}"
-        await _dead_letter(msg, broker, area, stage, error, deliveries)
+        await _dead_letter(msg, broker, area, stage, error, _deliveries(msg))
         await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
         telemetry.errors.labels(telemetry.service, stage, "invalid_message").inc()
@@ -162,7 +161,7 @@ async def process_message(
         await asyncio.shield(msg.nack())
         raise
     except PermanentError as exc:
-        await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", deliveries)
+        await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
         await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
         log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
@@ -172,6 +171,7 @@ async def process_message(
         return
     except Exception as exc:
         telemetry.errors.labels(telemetry.service, stage, "transient").inc()
+        deliveries = _deliveries(msg)  # read from the reply subject only when a message fails
         if deliveries < max_deliver:
             log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, max_deliver, exc)
             telemetry.messages.labels(telemetry.service, stage, "retry").inc()

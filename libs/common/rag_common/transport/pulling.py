@@ -4,9 +4,11 @@ FastStream's pull subscriber costs about 2 ms of Python per message on this mach
 loop, an anyio worker pool, the middleware chain, dependency resolution). Here the consumer keeps
 up to ``concurrency`` messages requested or in hand at all times: one pull request asks for every
 free slot, each message runs as its own task straight into ``handle``, and a slot that frees asks
-again without waiting for a round trip. JetStream's guarantees are the consumer's, not the
-client's: explicit acks, ``ack_wait`` redelivery, ``max_deliver`` and one durable consumer shared
-by every replica stay exactly as declared (``streams.consumer_config``).
+again without waiting for a round trip. The inbox is a ``subscribe_direct`` subscription:
+nats-py's reader hands each message to ``_received``, which starts its task there (no pending
+queue, no nats-py task in between). JetStream's guarantees are the consumer's, not the client's:
+explicit acks, ``ack_wait`` redelivery, ``max_deliver`` and one durable consumer shared by every
+replica stay exactly as declared (``streams.consumer_config``).
 
 Pull requests are lost when NATS restarts or the consumer is re-created; the count of requested
 messages is then reset and requested again: on the server's status (a 408 expiry or a 409 says how
@@ -21,12 +23,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.api import ConsumerConfig
+
+from rag_common.transport.direct import subscribe_direct
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +87,7 @@ class PullConsumer:
         self._nc = nc
         await nc.jetstream().add_consumer(self.stream, config=self.config)
         self._inbox = nc.new_inbox()
-        self._sub = await nc.subscribe(self._inbox, cb=self._received)
+        self._sub = await subscribe_direct(nc, self._inbox, self._received)
         self._stopping = False
         self._requested = 0  # requests of an earlier start went to an inbox that is gone
         self._heard = time.monotonic()
@@ -119,32 +124,40 @@ class PullConsumer:
         self.resets += 1
         await self._top_up()
 
-    async def _received(self, msg: Msg) -> None:
+    def _received(self, msg: Msg) -> None:
+        """Called by nats-py's reader for each message of the inbox: a message starts its task
+        here; a status only changes the count of messages requested (and may ask again)."""
         self._heard = time.monotonic()
-        status = msg.headers.get(STATUS) if msg.headers else None
+        headers = msg.headers
+        status = headers.get(STATUS) if headers else None
         if status is None:
-            self._requested = max(0, self._requested - 1)
+            if self._requested:
+                self._requested -= 1
             if self._stopping:  # arrived after stop: back to the stream for another replica, now
-                await msg.nak()
+                self._spawn(msg.nak())
                 return
             self._in_hand += 1
-            task = asyncio.create_task(self._run(msg))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._run(msg))
             return
         if status == HEARTBEAT:
             return
-        assert msg.headers is not None
-        pending = msg.headers.get(PENDING_MESSAGES)
+        assert headers is not None
+        pending = headers.get(PENDING_MESSAGES)
         if pending is not None and pending.isdigit():  # a request expired or ended: what it did not deliver
             self._requested = max(0, self._requested - int(pending))
-            await self._top_up()
+            self._spawn(self._top_up())
             return
         # No pending count: the consumer or stream is missing (503), or a 409 without counts.
-        log.debug("pull consumer %s: status %s %s", self.durable, status, msg.headers.get("Description"))
+        log.debug("pull consumer %s: status %s %s", self.durable, status, headers.get("Description"))
         self._requested = 0
         if not self._stopping and self._retry is None:
             self._retry = asyncio.create_task(self._top_up_later())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task that ``stop`` waits for (a handler, a nak, a pull request)."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _top_up_later(self) -> None:
         """Ask again after ``retry_s`` (not at once: a missing consumer would answer 503 in a loop)."""
