@@ -62,6 +62,7 @@ from rag_common.vectors import (
     hit_of,
     point_id,
     qdrant_collection,
+    query_array,
     worth_compacting,
 )
 
@@ -286,7 +287,8 @@ class EdgeStore:
             records = self._existing(qdrant_collection(collection)).retrieve(
                 wanted, with_payload=True, with_vector=[DENSE]
             )
-        return {str(record.id): hit_of(record, dense) for record in records}
+        query = query_array(dense)
+        return {str(record.id): hit_of(record, query) for record in records}
 
     def hybrid_search(
         self,
@@ -325,7 +327,8 @@ class EdgeStore:
         )
         with self._lock:
             points = self._existing(qdrant_collection(collection)).query(request)
-        return [hit_of(point, dense) for point in points]
+        query = query_array(dense)
+        return [hit_of(point, query) for point in points]
 
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]

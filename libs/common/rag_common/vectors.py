@@ -66,14 +66,27 @@ def qdrant_collection(collection: str) -> str:
     return f"rag_{collection}"
 
 
-def hit_of(point: Any, dense: Sequence[float]) -> Hit:
-    """A found point as a ``Hit``: the engine's fused score, and the dense cosine to the query."""
+def hit_of(point: Any, dense: Sequence[float] | np.ndarray) -> Hit:
+    """A found point as a ``Hit``: the engine's fused score, and the dense cosine to the query.
+
+    Pass the query as a float64 array (``query_array``) when making many hits of one search: the
+    dot product then runs in numpy (a Python sum over 384 values per hit was 15 % of a retrieval).
+    """
     vector = point.vector.get(DENSE) if isinstance(point.vector, dict) else point.vector
-    values = [float(v) for v in vector] if isinstance(vector, list) else []
-    similarity = sum(a * b for a, b in zip(dense, values, strict=False))  # both are unit length
     payload = dict(point.payload or {})
     score = float(getattr(point, "score", 0.0) or 0.0)  # a point fetched by id has none
-    return Hit(score=score, similarity=float(similarity), payload=payload, dense=values or None)
+    if not isinstance(vector, list) or not vector:
+        return Hit(score=score, similarity=0.0, payload=payload, dense=None)
+    values = np.asarray(vector, dtype=np.float64)
+    query = dense if isinstance(dense, np.ndarray) else query_array(dense)
+    n = min(len(values), len(query))
+    similarity = float(values[:n] @ query[:n])  # both are unit length
+    return Hit(score=score, similarity=similarity, payload=payload, dense=values.tolist())
+
+
+def query_array(dense: Sequence[float]) -> np.ndarray:
+    """A query vector as ``hit_of`` multiplies it."""
+    return np.asarray(dense, dtype=np.float64)
 
 
 def point_id(document_id: str, version: str, chunk_index: int) -> str:
@@ -365,7 +378,8 @@ class VectorStore:
             points = self.client.retrieve(
                 qdrant_collection(collection), ids=list(ids), with_payload=True, with_vectors=[DENSE]
             )
-        return {str(point.id): hit_of(point, dense) for point in points}
+        query = query_array(dense)
+        return {str(point.id): hit_of(point, query) for point in points}
 
     def hybrid_search(
         self,
@@ -411,7 +425,8 @@ class VectorStore:
                 with_payload=True,
                 with_vectors=[DENSE],
             )
-        return [hit_of(point, dense) for point in result.points]
+        query = query_array(dense)
+        return [hit_of(point, query) for point in result.points]
 
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]
