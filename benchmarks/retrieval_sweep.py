@@ -211,12 +211,36 @@ def evaluate(
     return line, details, misses
 
 
+CEILING_DEPTHS = (3, 5, 10, 20, 30, 50)
+
+
+def recall_ceiling(details: list[dict[str, Any]], depths: tuple[int, ...] = CEILING_DEPTHS) -> dict[int, float]:
+    """Per depth k: the recall@3 a perfect reranker of the first k passages would reach, i.e. each
+    question's gold sections found in its first k passages (at most 3 of them) over its gold
+    sections, averaged as recall@3 is (strict matching: source and section)."""
+    ceiling: dict[int, float] = {}
+    for k in depths:
+        total = 0.0
+        for d in details:
+            got = {(source, section) for source, section, _ in d["got"][:k]}
+            golds = {(g["source"], g["section"]) for g in d["gold"]}
+            total += min(3, len(golds & got)) / len(golds) if golds else 0.0
+        ceiling[k] = round(total / len(details), 3) if details else 0.0
+    return ceiling
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--cache", type=Path, default=Path("data/sweep-cache"))
     parser.add_argument("--label", default="")
     parser.add_argument("--misses", action="store_true", help="print the questions with no gold passage in the top 5")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also print the recall@3 a perfect reordering of the first k passages would reach "
+        "(ask for more passages with a variant: top_k=50,candidates=50,context_budget_tokens=0,neighbours=0)",
+    )
     parser.add_argument("--detail", type=Path, help="write each question's passages and scores here (JSON lines)")
     parser.add_argument(
         "--variant",
@@ -263,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.detail:
             path = args.detail if len(variants) == 1 else args.detail.with_suffix(f".{label}.jsonl")
             path.write_text("".join(json.dumps(d) + "\n" for d in details))
+        if args.ceiling:
+            ceiling = recall_ceiling(details)
+            print(json.dumps({"label": label or args.label, "recall_at_3_ceiling": ceiling}), flush=True)
         if args.misses:
             for qid, text, got in misses:
                 print(f"MISS {label} {qid}: {text}\n    {got}", file=sys.stderr)
