@@ -20,32 +20,18 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from qdrant_edge import (
-    Distance,
-    EdgeConfig,
-    EdgeShard,
-    EdgeSparseVectorParams,
-    EdgeVectorParams,
-    Modifier,
-    Point,
-    SparseVector,
-    UpdateOperation,
-)
+from qdrant_edge import EdgeShard, Point, SparseVector, UpdateOperation
 
-from rag_common.edge_shard import DENSE, DENSE_DIM, SECOND_DENSE, SECOND_DIM, SPARSE
+from rag_common.edge_shard import DENSE, DENSE_DIM, SPARSE, shard_config
 
 BATCH = 500
 
 
 def fill(points: int, second: bool) -> dict[str, float]:
     """One shard written and flushed in this process: its size on disk and this process's peak memory."""
-    vectors = {DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)}
-    if second:
-        vectors[SECOND_DENSE] = EdgeVectorParams(size=SECOND_DIM, distance=Distance.Cosine)
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as folder:
-        config = EdgeConfig(vectors=vectors, sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)})
-        shard = EdgeShard.create(folder, config)
+        shard = EdgeShard.create(folder, shard_config(second=second))
         for start in range(0, points, BATCH):
             batch = []
             for i in range(start, min(points, start + BATCH)):

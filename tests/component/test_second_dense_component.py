@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from qdrant_client import QdrantClient, models
-from qdrant_edge import Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams, EdgeVectorParams, Modifier
+from qdrant_edge import EdgeShard
 
 from rag_common.edge import EdgeStore
+from rag_common.edge_shard import shard_config
 from rag_common.embedding import DENSE_DIM, Embedder, SecondEmbedder, get_embedder, get_second_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import DENSE, SECOND_DENSE, SPARSE, SideQuery, Store, VectorStore, qdrant_collection
@@ -73,12 +74,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 def create_old_collection(store: Store, collection: str) -> None:
     """A collection as the store created them before the second vector existed: MiniLM and BM25 only."""
     if isinstance(store, EdgeStore):
-        config = EdgeConfig(
-            vectors={DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)},
-            sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-        )
         store.path.mkdir(parents=True, exist_ok=True)
-        EdgeShard.create(str(store.path / qdrant_collection(collection)), config).close()
+        EdgeShard.create(str(store.path / qdrant_collection(collection)), shard_config(second=False)).close()
     else:
         assert isinstance(store, VectorStore)
         store.client.create_collection(

@@ -27,14 +27,13 @@ SECOND_DIM = 384
 INDEXED_KEYS = ("document_id", "content_hash", "source")
 
 
-def shard_config() -> EdgeConfig:
-    return EdgeConfig(
-        vectors={
-            DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine),
-            SECOND_DENSE: EdgeVectorParams(size=SECOND_DIM, distance=Distance.Cosine),
-        },
-        sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
-    )
+def shard_config(*, second: bool = True) -> EdgeConfig:
+    """A collection's layout; ``second=False`` is one created before the second dense vector
+    existed (``benchmarks.shard_room`` measures what its room costs)."""
+    vectors = {DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)}
+    if second:
+        vectors[SECOND_DENSE] = EdgeVectorParams(size=SECOND_DIM, distance=Distance.Cosine)
+    return EdgeConfig(vectors=vectors, sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)})
 
 
 def create_shard(folder: str) -> None:
