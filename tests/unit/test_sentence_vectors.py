@@ -127,8 +127,9 @@ def test_stored_scores_rank_the_sentences_and_the_model_does_not_run() -> None:
     assert "$12" in answer and "timeline" not in answer
 
 
-def test_a_unit_without_a_stored_score_sends_the_whole_ranking_to_the_model() -> None:
+def test_a_passage_without_stored_scores_sends_the_whole_ranking_to_the_model() -> None:
     units = [c.text for c in candidate_sentences(PASSAGES)]
+    other = Passage(n=2, source="faq.md", section="Plans", text="The Pro plan has a timeline view for teams.")
     asked: list[list[str]] = []
 
     def model(question: str, sentences: Sequence[str]) -> list[float]:
@@ -137,24 +138,50 @@ def test_a_unit_without_a_stored_score_sends_the_whole_ranking_to_the_model() ->
 
     answer = extractive_answer(
         "Which plan includes the timeline view and what is its price?",
-        PASSAGES,
+        [*PASSAGES, other],
         scorer=model,
-        stored=stored_for({units[0]: 0.9}),  # the second unit has none (an older chunk, say)
+        stored=stored_for({units[0]: 0.9, units[1]: 0.1}),  # passage 2 has none (an older chunk, say)
         max_sentences=1,
     )
-    assert [sorted(a) for a in asked] == [sorted(units)]  # all by the model: no mix of stored and model scores
-    assert "timeline view [1]." in answer
+    # all by the model: no mix of stored and model scores
+    assert sorted(asked[0]) == sorted([*units, other.text])
+    assert "timeline view" in answer
 
 
-def test_without_a_model_a_missing_stored_score_means_words_alone() -> None:
+def test_a_unit_joined_across_chunks_takes_its_passages_median_and_the_model_does_not_run() -> None:
+    """A unit the chunk boundary cut in two has no stored vector once the chunks are joined: it
+    is placed by its passage's median stored score, so the stored scores still rank the rest."""
+    passage = Passage(
+        n=1,
+        source="pricing.md",
+        section="Plans",
+        text="The Pro plan costs $12 per user per month. The Pro plan includes the timeline view. "
+        "The Pro plan includes guest access for clients.",
+    )
+    units = [c.text for c in candidate_sentences([passage])]
+    assert len(units) == 3
+    question = "Which Pro plan feature is included: the timeline view, guest access, or the price?"
+    # the second unit was cut by a chunk boundary: no stored score of its own
+    stored = {1: {sentence_key(units[0]): 0.2, sentence_key(units[2]): 0.8}}
+    answer = extractive_answer(question, [passage], scorer=forbidden_model, stored=stored, max_sentences=1)
+    assert "guest access for clients [1]." in answer
+    stored = {1: {sentence_key(units[0]): 0.8, sentence_key(units[2]): 0.2}}
+    answer = extractive_answer(question, [passage], scorer=forbidden_model, stored=stored, max_sentences=1)
+    assert "$12" in answer
+
+
+def test_without_a_model_a_passage_without_stored_scores_means_words_alone() -> None:
     units = [c.text for c in candidate_sentences(PASSAGES)]
+    other = Passage(n=2, source="faq.md", section="Plans", text="The Pro plan has a timeline view for teams.")
     question = "Which plan includes the timeline view and what is its price?"
-    words_only = extractive_answer(question, PASSAGES, max_sentences=1)
-    partly_stored = extractive_answer(question, PASSAGES, stored=stored_for({units[0]: 5.0}), max_sentences=1)
+    words_only = extractive_answer(question, [*PASSAGES, other], max_sentences=1)
+    partly_stored = extractive_answer(
+        question, [*PASSAGES, other], stored=stored_for({units[0]: 5.0, units[1]: 0.0}), max_sentences=1
+    )
     assert partly_stored == words_only
     assert extractive_answer(
         question, PASSAGES, stored=stored_for({units[0]: 5.0, units[1]: 0.0}), max_sentences=1
-    ) != (words_only)
+    ) != extractive_answer(question, PASSAGES, max_sentences=1)
 
 
 class Chunks:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -130,9 +131,10 @@ def _score(
 ) -> list[_Scored]:
     """Every candidate's relevance to the question, best first.
 
-    The similarities come from ``stored`` when it holds every shortlisted unit's, else from the
-    ``scorer`` (the model), else there are none and words alone decide: one answer's units are
-    never ranked by a mix of the two (stored vectors are pooled in context, the model's are not).
+    The similarities come from ``stored`` when every shortlisted unit's passage has stored scores
+    (``_stored``), else from the ``scorer`` (the model), else there are none and words alone
+    decide: one answer's units are never ranked by a mix of the two (stored vectors are pooled in
+    context, the model's are not).
     """
     wanted = terms(question)
     unit_terms = [terms(c.text) for c in candidates]
@@ -184,13 +186,23 @@ def _score(
 
 
 def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | None:
-    """Each unit's stored similarity (by its passage and text), or None when any unit has none."""
+    """Each unit's stored similarity (by its passage and text), or None when a unit's passage has
+    none at all (chunks indexed without sentence vectors: the model, if loaded, ranks them all).
+
+    A passage joined with its neighbouring chunks can hold a unit that no chunk held whole: a
+    sentence or table the chunk boundary cut in two reads as one unit once the chunks are joined,
+    and has no vector. It takes its passage's median stored score: a middling unit of that passage,
+    neither promoted nor sunk by the semantic side, so words and the rank prior place it. (Sending
+    the whole ranking to the model instead cost 13 of 100 benchmark answers ~130 ms of CPU each:
+    docs/BENCHMARKS.md, ninth session.)
+    """
     found = []
     for unit in units:
-        value = stored.get(unit.n, {}).get(sentence_key(unit.text))
-        if value is None:
+        scores = stored.get(unit.n)
+        if not scores:
             return None
-        found.append(float(value))
+        value = scores.get(sentence_key(unit.text))
+        found.append(float(value) if value is not None else statistics.median(scores.values()))
     return found
 
 
