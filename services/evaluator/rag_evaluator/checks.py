@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag_common.citations import CITATION, cited_numbers
 from rag_common.conflicts import Conflict, find_conflicts
@@ -79,7 +80,9 @@ _FRAMING = frozenset(
 _SYNONYMS = {"cost": "price", "pric": "price", "fee": "price", "charg": "price", "charge": "price", "pay": "price"}
 
 
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
+    """A crude stem, cached: a passage's words repeat across answers (44k calls per 100 answers)."""
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             word = word[: -len(suffix)]
@@ -90,7 +93,7 @@ def _stem(word: str) -> str:
 def _content_terms(text: str) -> set[str]:
     return {
         _stem(w.strip("'-"))
-        for w in _WORD.findall(text.lower())
+        for w in set(_WORD.findall(text.lower()))
         if w not in _STOP and w not in _FRAMING and not w[0].isdigit() and len(w) > 1
     }
 
