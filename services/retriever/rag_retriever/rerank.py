@@ -130,6 +130,8 @@ FEATURES = (
     "file_strength",  # the file's evidence among the candidates, as a share of the strongest file's
     "top_file",  # 1 for the strongest file's chunks
     "section_chunks",  # chunks of the same section among the candidates, over 3 (at most 1)
+    "heading_share",  # share of the question's words in the chunk's own heading
+    "rank_in_file",  # 1 / the section's rank among its file's sections in the fused order
 )
 
 
@@ -147,9 +149,13 @@ def candidate_features(question: str, hits: Sequence[Hit]) -> list[list[float]]:
     strength = file_strength(hits)
     top_source = max(strength, key=lambda s: strength[s])
     sections: dict[tuple[str, str], int] = {}
+    in_file: dict[str, list[tuple[str, str]]] = {}
     for h in hits:
         key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
         sections[key] = sections.get(key, 0) + 1
+        order = in_file.setdefault(key[0], [])
+        if key not in order:
+            order.append(key)
     rows = []
     for i, h in enumerate(hits):
         source = str(h.payload.get("source", ""))
@@ -174,20 +180,41 @@ def candidate_features(question: str, hits: Sequence[Hit]) -> list[list[float]]:
                 strength[source],
                 1.0 if source == top_source else 0.0,
                 min(1.0, sections[(source, str(h.payload.get("section", "")))] / 3),
+                len(asked & heading) / len(asked) if asked else 0.0,
+                1.0 / (in_file[source].index((source, str(h.payload.get("section", "")))) + 1),
             ]
         )
     return rows
 
 
-# Fitted by `benchmarks.ltr_fit` on all four evaluation sets' candidates (docs/EVALUATION.md, ninth
-# round, which gives the cross-validated figures), one per name of ``FEATURES``.
-LEARNED_WEIGHTS = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+# One per name of ``FEATURES``: `benchmarks.ltr_fit --objective guarded` fitted on the candidates of all
+# four evaluation sets (coordinate ascent on recall@3, MRR@3 and hit@5 from the fused order, a loss on
+# any set counting five times). Of the fifteen features it kept two besides the fused relevance.
+# docs/EVALUATION.md, ninth round, gives the cross-validated figures: not a default.
+LEARNED_WEIGHTS = (
+    1.0,  # relevance
+    0.0,  # similarity
+    0.0,  # similarity_gap
+    0.0,  # fused_rank
+    0.0,  # dense_rank
+    0.0,  # heading_coverage
+    0.0,  # path_share
+    0.0,  # text_share
+    0.0,  # title_share
+    -0.35,  # boilerplate
+    0.0,  # file_strength
+    0.0,  # top_file
+    0.0,  # section_chunks
+    0.1,  # heading_share
+    0.0,  # rank_in_file
+)
 
 
 class LearnedReranker:
-    """``score = Σ weight·feature`` over ``FEATURES`` (a logistic model's linear part: the order
-    is the same), weights fitted by ``benchmarks.ltr_fit`` on the evaluation sets with
-    cross-validation (docs/EVALUATION.md, ninth round)."""
+    """``score = Σ weight·feature`` over ``FEATURES``: a linear model of what the fused candidates
+    already tell (scores, ranks, heading and title overlap with the question, the boilerplate flag,
+    file-level evidence). The shipped ``LEARNED_WEIGHTS`` come from ``benchmarks.ltr_fit``, which
+    also gives their cross-validated figures (docs/EVALUATION.md, ninth round)."""
 
     name = "learned"
 
