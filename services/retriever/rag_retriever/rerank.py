@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
@@ -135,56 +135,61 @@ FEATURES = (
 )
 
 
-def candidate_features(question: str, hits: Sequence[Hit]) -> list[list[float]]:
+def candidate_features(question: str, hits: Sequence[Hit], needed: Collection[str] = FEATURES) -> list[list[float]]:
     """Per candidate, the ``FEATURES`` values: only what the fused hits and the question hold
-    (BM25's own score is not among them: the store returns the fused score only)."""
+    (BM25's own score is not among them: the store returns the fused score only). A feature not
+    in ``needed`` is 0 and costs nothing (the learned reranker asks only for those it weighs)."""
     if not hits:
         return []
     asked = terms(question)
-    wanted = terms(keyword_query(question))
-    scaled = relevance(hits)
+    source = [str(h.payload.get("source", "")) for h in hits]
+    section = [str(h.payload.get("section") or "") for h in hits]
+    columns: dict[str, list[float]] = {}
+    if "relevance" in needed:
+        columns["relevance"] = relevance(hits)
     best = max(h.similarity for h in hits)
-    by_cosine = sorted(range(len(hits)), key=lambda i: hits[i].similarity, reverse=True)
-    dense_rank = {i: rank for rank, i in enumerate(by_cosine, start=1)}
-    strength = file_strength(hits)
-    top_source = max(strength, key=lambda s: strength[s])
-    sections: dict[tuple[str, str], int] = {}
-    in_file: dict[str, list[tuple[str, str]]] = {}
-    for h in hits:
-        key = (str(h.payload.get("source", "")), str(h.payload.get("section", "")))
-        sections[key] = sections.get(key, 0) + 1
-        order = in_file.setdefault(key[0], [])
-        if key not in order:
-            order.append(key)
-    rows = []
-    for i, h in enumerate(hits):
-        source = str(h.payload.get("source", ""))
-        section = str(h.payload.get("section") or "")
-        heading = terms(section)
-        shared = len(asked & heading)
-        path = h.payload.get("section_path") or [section]
-        in_path = terms(" ".join([source, *map(str, path)]))
-        title = title_words(source)
-        rows.append(
-            [
-                scaled[i],
-                h.similarity,
-                h.similarity - best,
-                1.0 / (i + 1),
-                1.0 / dense_rank[i],
-                shared / len(heading) if heading and shared >= 2 else 0.0,
-                len(asked & in_path) / len(asked) if asked else 0.0,
-                len(wanted & terms(str(h.payload.get("text", "")))) / len(wanted) if wanted else 0.0,
-                len({stem(w) for w in title} & asked) / len(title) if title else 0.0,
-                1.0 if h.payload.get("boilerplate") else 0.0,
-                strength[source],
-                1.0 if source == top_source else 0.0,
-                min(1.0, sections[(source, str(h.payload.get("section", "")))] / 3),
-                len(asked & heading) / len(asked) if asked else 0.0,
-                1.0 / (in_file[source].index((source, str(h.payload.get("section", "")))) + 1),
-            ]
-        )
-    return rows
+    columns["similarity"] = [h.similarity for h in hits]
+    columns["similarity_gap"] = [h.similarity - best for h in hits]
+    columns["fused_rank"] = [1.0 / rank for rank in range(1, len(hits) + 1)]
+    if "dense_rank" in needed:
+        by_cosine = sorted(range(len(hits)), key=lambda i: hits[i].similarity, reverse=True)
+        ranks = {i: rank for rank, i in enumerate(by_cosine, start=1)}
+        columns["dense_rank"] = [1.0 / ranks[i] for i in range(len(hits))]
+    if {"heading_coverage", "heading_share"} & set(needed):
+        headings = [terms(text) for text in section]
+        columns["heading_coverage"] = [len(asked & h) / len(h) if h and len(asked & h) >= 2 else 0.0 for h in headings]
+        columns["heading_share"] = [len(asked & h) / len(asked) if asked else 0.0 for h in headings]
+    if "path_share" in needed and asked:
+        paths = [h.payload.get("section_path") or [text] for h, text in zip(hits, section, strict=True)]
+        columns["path_share"] = [
+            len(asked & terms(" ".join([name, *map(str, path)]))) / len(asked)
+            for name, path in zip(source, paths, strict=True)
+        ]
+    if "text_share" in needed:
+        wanted = terms(keyword_query(question))
+        columns["text_share"] = [
+            len(wanted & terms(str(h.payload.get("text", "")))) / len(wanted) if wanted else 0.0 for h in hits
+        ]
+    if "title_share" in needed:
+        titles = {name: {stem(w) for w in title_words(name)} for name in set(source)}
+        columns["title_share"] = [len(titles[n] & asked) / len(titles[n]) if titles[n] else 0.0 for n in source]
+    columns["boilerplate"] = [1.0 if h.payload.get("boilerplate") else 0.0 for h in hits]
+    if {"file_strength", "top_file"} & set(needed):
+        strength = file_strength(hits)
+        top = max(strength, key=lambda name: strength[name])
+        columns["file_strength"] = [strength[n] for n in source]
+        columns["top_file"] = [1.0 if n == top else 0.0 for n in source]
+    if {"section_chunks", "rank_in_file"} & set(needed):
+        keys = list(zip(source, section, strict=True))
+        counts = {key: keys.count(key) for key in set(keys)}
+        in_file: dict[str, list[tuple[str, str]]] = {}
+        for key in keys:
+            if key not in in_file.setdefault(key[0], []):
+                in_file[key[0]].append(key)
+        columns["section_chunks"] = [min(1.0, counts[key] / 3) for key in keys]
+        columns["rank_in_file"] = [1.0 / (in_file[key[0]].index(key) + 1) for key in keys]
+    kept = [columns.get(name) if name in needed else None for name in FEATURES]
+    return [[column[i] if column is not None else 0.0 for column in kept] for i in range(len(hits))]
 
 
 # One per name of ``FEATURES``: `benchmarks.ltr_fit --objective guarded` fitted on the candidates of all
@@ -222,9 +227,10 @@ class LearnedReranker:
         if len(weights) != len(FEATURES):
             raise ValueError(f"{len(weights)} weights for {len(FEATURES)} features")
         self.weights = list(weights)
+        self.needed = frozenset(name for name, weight in zip(FEATURES, weights, strict=True) if weight)
 
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
-        rows = candidate_features(question, hits)
+        rows = candidate_features(question, hits, self.needed)
         scored = [
             replace(h, score=sum(w * x for w, x in zip(self.weights, row, strict=True)))
             for h, row in zip(hits, rows, strict=True)
