@@ -28,6 +28,7 @@ import json
 import pickle
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -379,6 +380,7 @@ def cross_validated(asked: Sequence[Asked], k: int, l2: float, fit: Fitter = poi
     for i, part in enumerate(parts):
         train = [a for j, p in enumerate(parts) if j != i for a in p]
         weights = fit(train, l2)
+        _show_weights(f"fold {i + 1}", weights)
         for name in dict.fromkeys(a.dataset for a in part):
             mine = [a for a in part if a.dataset == name]
             fold_scores.setdefault(name, []).extend(question_scores(mine, learned(weights)))
@@ -389,8 +391,16 @@ def cross_validated(asked: Sequence[Asked], k: int, l2: float, fit: Fitter = poi
         others = [a for a in asked if a.dataset != name]
         out[name] = {"kfold": summary(order[name], fold_scores[name])}
         if others:
-            out[name]["leave_dataset_out"] = simulate(mine, learned(fit(others, l2)))
+            weights = fit(others, l2)
+            _show_weights(f"without {name}", weights)
+            out[name]["leave_dataset_out"] = simulate(mine, learned(weights))
     return out
+
+
+def _show_weights(label: str, weights: np.ndarray) -> None:
+    """The non-zero weights of one fitted model, on stderr (which features each fold relied on)."""
+    kept = {name: round(float(w), 3) for name, w in zip(FEATURES, weights, strict=False) if abs(w) > 1e-9}
+    print(json.dumps({"model": label, **kept}), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
