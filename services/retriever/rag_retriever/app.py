@@ -28,11 +28,13 @@ from rag_retriever.context import estimate_tokens, expand_within, fit_budget, ne
 from rag_retriever.ranking import (
     cover_parts,
     downweight_boilerplate,
+    file_evidence,
     fuse,
     keyword_query,
     mmr,
     penalize_used,
     prefer_named_source,
+    second_section_of_top_file,
     section_units,
     split_question,
     weighted_dbsf,
@@ -264,6 +266,8 @@ class Retriever:
             hits = section_units(hits, s.section_child_weight)
         if self.reranker is not None:
             hits = self.reranker.rerank(question, hits)
+        if s.file_evidence_weight > 0:
+            hits = file_evidence(hits, s.file_evidence_weight)
         hits = downweight_boilerplate(hits, s.boilerplate_weight)
         if used and s.usage_penalty < 1.0:
             hits = penalize_used(hits, used, s.usage_penalty)
@@ -272,6 +276,8 @@ class Retriever:
         if s.mmr:
             return mmr(hits, s.top_k, s.mmr_lambda)
         top = diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
+        if s.file_second_section:
+            top = second_section_of_top_file(top, hits)
         if part_rankings:
             top = cover_parts(top, part_rankings, s.top_k)
         return top

@@ -288,3 +288,70 @@ def prefer_named_source(question: str, hits: Sequence[Hit]) -> list[Hit]:
         return list(hits)
     named = [h for h in hits if h.payload.get("source") == source]
     return named + [h for h in hits if h.payload.get("source") != source]
+
+
+def relevance(hits: Sequence[Hit]) -> list[float]:
+    """Each hit's fused score scaled to 0..1 over the candidates (all equal: 1)."""
+    if not hits:
+        return []
+    high, low = max(h.score for h in hits), min(h.score for h in hits)
+    span = high - low
+    return [(h.score - low) / span if span else 1.0 for h in hits]
+
+
+def file_strength(hits: Sequence[Hit]) -> dict[str, float]:
+    """Per source, the evidence its candidates give together, as a share of the strongest file's
+    (0..1): the sum over its sections of their best chunk's relevance (fused score scaled 0..1).
+
+    Counting a section once keeps a long section's many near-identical chunks from outweighing a
+    file where several different sections match; a file that answers a question usually has more
+    than one section among the candidates (83 of the 100 anthropic-docs questions have two or more
+    gold sections, nearly always of one file).
+    """
+    best: dict[tuple[str, str, object], float] = {}
+    for h, r in zip(hits, relevance(hits), strict=True):
+        key = _section(h)
+        best[key] = max(best.get(key, 0.0), r)
+    totals: dict[str, float] = {}
+    for (source, _, _), r in best.items():
+        totals[source] = totals.get(source, 0.0) + r
+    strongest = max(totals.values(), default=0.0)
+    return {source: (total / strongest if strongest else 0.0) for source, total in totals.items()}
+
+
+def file_evidence(hits: Sequence[Hit], weight: float) -> list[Hit]:
+    """Document-level evidence: ``score = relevance + weight·file strength``, re-ranked.
+
+    ``relevance`` is the hit's fused score scaled 0..1 over the candidates, ``file strength`` its
+    source's share of the strongest file's evidence (``file_strength``). So among passages about as
+    relevant, those of the file most of the candidates point at come first; weight 0 keeps the order.
+    """
+    if weight <= 0 or not hits:
+        return list(hits)
+    strength = file_strength(hits)
+    scored = [
+        replace(h, score=r + weight * strength[_section(h)[0]]) for h, r in zip(hits, relevance(hits), strict=True)
+    ]
+    return sorted(scored, key=lambda h: h.score, reverse=True)
+
+
+def second_section_of_top_file(top: Sequence[Hit], candidates: Sequence[Hit], at: int = 2) -> list[Hit]:
+    """The top passages, with the first passage's file given a second section among the first
+    ``at + 1`` when it has none there: its best other section among ``candidates`` goes in at
+    rank ``at + 1`` and the rest move down (the last one drops out).
+
+    A question is mostly answered by two or more sections of one file; when the first three
+    passages hold one section of it and two of other files, its next section is the likelier gold.
+    """
+    if not top:
+        return []
+    source = _section(top[0])[0]
+    head = top[: at + 1]
+    if any(_section(h)[0] == source and _section(h) != _section(top[0]) for h in head[1:]):
+        return list(top)
+    shown = {_section(h) for h in head}
+    extra = next((h for h in candidates if _section(h)[0] == source and _section(h) not in shown), None)
+    if extra is None:
+        return list(top)
+    rest = [h for h in top[at:] if hit_key(h) != hit_key(extra)]
+    return [*top[:at], extra, *rest][: len(top)]

@@ -37,11 +37,24 @@ class RetrieverSettings(StoreSettings):
         "part's best section at rank 3 when missing (cover)",
     )
     keyword_sparse: bool = Field(True, description="BM25 side searches the question's keywords only")
-    reranker: Literal["off", "lexical", "heading", "cross-encoder"] = Field(
+    reranker: Literal["off", "lexical", "heading", "cross-encoder", "learned"] = Field(
         "off",
         description="reorder the fused candidates: lexical = heading and text overlap with the question, "
         "heading = how much of the chunk's own heading the question covers, cross-encoder = "
-        "ms-marco-MiniLM-L-12-v2 reads the question with each candidate (local folder, `make model`)",
+        "ms-marco-MiniLM-L-12-v2 reads the question with each candidate (local folder, `make model`), "
+        "learned = a linear model over the candidates' scores, ranks, overlaps and file evidence",
+    )
+    file_evidence_weight: float = Field(
+        0.0,
+        ge=0,
+        le=5,
+        description="document-level evidence: add this times the file's share of the candidates' evidence to "
+        "each candidate's relevance (0 = off)",
+    )
+    file_second_section: bool = Field(
+        False,
+        description="when the first three passages hold one section of the first passage's file, bring its best "
+        "other candidate section in at rank 3",
     )
     reranker_model_dir: Path | None = Field(
         None,
