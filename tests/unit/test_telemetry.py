@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rag_common.telemetry import setup_telemetry
+from rag_common.telemetry import current_trace_id, setup_telemetry
 from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit
@@ -33,12 +34,28 @@ def test_console_exporter_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [type(e) for e in found] == [ConsoleSpanExporter], found
 
 
-def test_no_exporter_by_default_but_spans_still_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_exporter_by_default_so_spans_carry_ids_but_are_not_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     monkeypatch.delenv("RAG_TRACE_CONSOLE", raising=False)
     telemetry = setup_telemetry("router", settings=RouterSettings())
     assert exporters("router") == []
-    with telemetry.tracer.start_as_current_span("x") as span:
-        assert span.get_span_context().trace_id != 0
+    with telemetry.tracer.start_as_current_span("x") as outer:
+        assert outer.get_span_context().trace_id != 0  # the answer's trace_id and the log lines' still exist
+        assert current_trace_id() == format(outer.get_span_context().trace_id, "032x")
+        assert not outer.is_recording()  # nothing would receive its attributes
+        with telemetry.tracer.start_as_current_span("y") as inner:
+            assert inner.get_span_context().trace_id == outer.get_span_context().trace_id
     assert telemetry.tracer_provider.resource.attributes["service.name"] == "rag-router"
+
+
+def test_spans_are_recorded_when_something_receives_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    monkeypatch.delenv("RAG_TRACE_CONSOLE", raising=False)
+    received = InMemorySpanExporter()
+    telemetry = setup_telemetry("router", [SimpleSpanProcessor(received)], settings=RouterSettings())
+    with telemetry.tracer.start_as_current_span("x") as span:
+        assert span.is_recording()
+        span.set_attribute("rag.flagged", True)
+    assert [(s.name, dict(s.attributes or {})) for s in received.get_finished_spans()] == [("x", {"rag.flagged": True})]

@@ -22,7 +22,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Decision, ParentBased, Sampler, SamplingResult
 from opentelemetry.trace import Link, SpanKind
 from opentelemetry.util.types import Attributes
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
@@ -260,12 +260,20 @@ def setup_telemetry(
 ) -> ServiceTelemetry:
     """Build the telemetry of one service.
 
-    Spans are always recorded (every answer carries a ``trace_id``); they leave the process only
-    when the settings say so: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (OTLP over HTTP) or ``RAG_TRACE_CONSOLE=1``.
+    Spans leave the process when the settings say so: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (OTLP over
+    HTTP) or ``RAG_TRACE_CONSOLE=1`` (or a test passes ``span_processors``). Without any of them
+    nothing is recorded: every span still has its ids, so every answer and log line carries a
+    ``trace_id`` and the context travels between the services, but its attributes and events are
+    not kept (about 0.1 ms of CPU per greeting, docs/BENCHMARKS.md, ninth session). A trace is
+    recorded when the service it starts in exports (the gateway): configure all services alike.
     """
     resource = Resource.create({"service.name": f"rag-{service}", "service.namespace": "rag"})
-    provider = TracerProvider(resource=resource, sampler=ParentBased(root=PollingRouteSampler()))
-    for processor in [*_default_processors(settings), *(span_processors or [])]:
+    processors = [*_default_processors(settings), *(span_processors or [])]
+    # With nothing to receive them, spans are not recorded: each still has its trace and span ids,
+    # which travel between the services as before, but no attributes or events are kept.
+    sampler = ParentBased(root=PollingRouteSampler()) if processors else ALWAYS_OFF
+    provider = TracerProvider(resource=resource, sampler=sampler)
+    for processor in processors:
         provider.add_span_processor(processor)
     return ServiceTelemetry(service=service, tracer_provider=provider)
 
