@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -123,8 +124,9 @@ class ServiceTelemetry:
         for reason in DEAD_LETTER_REASONS:
             self.dead_letters.labels(self.service, stage, reason)
 
-    @property
+    @cached_property
     def tracer(self) -> trace.Tracer:
+        """One tracer for the service's life (``get_tracer`` builds a new one at every call)."""
         return self.tracer_provider.get_tracer(f"rag.{self.service}")
 
     @contextmanager
