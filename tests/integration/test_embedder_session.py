@@ -1,4 +1,5 @@
-"""The embedding model's onnxruntime sessions: no CPU memory arena; passages' batches in parallel."""
+"""The embedding model's onnxruntime sessions: no CPU memory arena, spinning as set; passages'
+batches in parallel."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rag_common.embedding import Embedder, get_embedder
+from rag_common.embedding import Embedder, cpu_session, get_embedder
 
 pytestmark = pytest.mark.integration
 
@@ -17,6 +18,7 @@ def test_the_session_keeps_no_arena_and_still_embeds(model_dir: Path) -> None:
     embedder = get_embedder(model_dir)
     options = embedder.dense.model.model.get_session_options()  # type: ignore[attr-defined]
     assert not options.enable_cpu_mem_arena
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"  # the default
     dense, sparse = embedder.embed_query("How much does the Pro plan cost?")
     assert len(dense) == 384 and abs(sum(v * v for v in dense) - 1) < 1e-3  # still the same normalised model
     assert sparse.indices
@@ -49,3 +51,12 @@ def test_passages_run_their_batches_at_once_on_single_threaded_sessions(model_di
     # The same vectors as the multi-threaded session gives, in the same order.
     for got, want in zip(dense, embedder.embed_dense(texts), strict=True):
         assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5
+
+
+def test_idle_threads_sleep_when_spinning_is_off(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_ONNX_SPINNING", "false")
+    session = cpu_session(model_dir / "model.onnx")
+    assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    monkeypatch.setenv("RAG_ONNX_SPINNING", "sometimes")
+    with pytest.raises(ValueError, match="RAG_ONNX_SPINNING must be true or false"):
+        cpu_session(model_dir / "model.onnx")

@@ -313,13 +313,24 @@ def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) 
     With the arena onnxruntime keeps the largest batch's buffers for the life of the process:
     160 passages of 256 tokens left 580 MB resident with it and 410 MB without, at the same speed
     (docs/FAULTS.md, point 11). fastembed exposes no session options, so the session is rebuilt
-    with the same model file and graph optimisation. Idle threads still spin: turning spinning
-    off (``session.intra_op.allow_spinning=0``) made a query embedding slower on a quiet machine
-    (wall p50 6.2–7.8 ms against 4.8–6.0 ms; a 12-sentence batch 27–31 against 25 ms), and
-    ``make bench`` showed no gain from it (docs/BENCHMARKS.md).
+    with the same model file and graph optimisation (``cpu_session``, which also applies
+    ``RAG_ONNX_SPINNING``).
     """
     inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
     inner.model = cpu_session(model_file, threads)
+
+
+def onnx_spinning() -> bool:
+    """``RAG_ONNX_SPINNING`` (default on): whether idle onnxruntime threads spin after each run.
+
+    Spinning answers a single question fastest; sleeping leaves the core to nats-server and the
+    other stages, which a busy system turns into throughput (docs/BENCHMARKS.md, ninth session:
+    off, c1 answer p50 +2 to +7 ms, c8 +15 %, process CPU per question over NATS 9-12 -> 4-7 ms).
+    """
+    value = os.environ.get("RAG_ONNX_SPINNING", "true").strip().lower()
+    if value not in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
+        raise ValueError(f"RAG_ONNX_SPINNING must be true or false, got {value!r}")
+    return value in {"true", "1", "yes", "on"}
 
 
 def cpu_session(model_file: Path, threads: int | None = None) -> Any:
@@ -334,6 +345,7 @@ def cpu_session(model_file: Path, threads: int | None = None) -> Any:
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if onnx_spinning() else "0")
     return ort.InferenceSession(str(model_file), sess_options=options, providers=["CPUExecutionProvider"])
 
 
