@@ -28,6 +28,8 @@ _INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 # Control characters (tab and newline are handled before), private-use glyphs of symbol fonts and
 # invisible format characters: none of them is text a reader should see.
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ue000-\uf8ff\u200b-\u200f\u202a-\u202e\u2060-\u2064]")
+# Any character the per-line clean-up of ``_clean_glyphs`` acts on: a bullet glyph, a tab, a control.
+_GLYPH_OR_CONTROL = re.compile(f"[{re.escape(_BULLET_GLYPHS)}\t]|{_CONTROL.pattern}")
 
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _MD_HEADING = re.compile(r"^#{1,6}\s")
@@ -137,6 +139,8 @@ def _line_around(text: str, index: int) -> str:
 def _clean_glyphs(text: str) -> str:
     """Plain characters: ligatures opened, invisible and control characters gone, bullets as "- "."""
     text = _INVISIBLE.sub("", text.translate(_LIGATURES)).replace("\r\n", "\n").replace("\r", "\n")
+    if not _GLYPH_OR_CONTROL.search(text):  # nothing for the lines below to change
+        return text
     lines = []
     for line in text.split("\n"):
         line = _LINE_BULLET.sub("- ", line) if _LINE_BULLET.match(line) else line
@@ -266,12 +270,16 @@ def _rejoin(previous: str, line: str) -> str:
 
 
 def _strip_markup(text: str) -> str:
-    text = _IMAGE.sub(r"\1", text)
-    text = _LINK.sub(r"\1", text)
-    text = _HTML_TAG.sub(" ", text)
-    text = _STRONG.sub("", text)
-    text = _EMPHASIS.sub(r"\1", text)
-    text = _FAKE_CITATION.sub("", text.lstrip("> "))
+    # Each pattern only where its first character occurs: most lines hold no markup at all.
+    if "[" in text:
+        text = _LINK.sub(r"\1", _IMAGE.sub(r"\1", text))
+    if "<" in text:
+        text = _HTML_TAG.sub(" ", text)
+    if "*" in text or "_" in text or "`" in text:
+        text = _EMPHASIS.sub(r"\1", _STRONG.sub("", text))
+    text = text.lstrip("> ")
+    if "[" in text:
+        text = _FAKE_CITATION.sub("", text)
     return " ".join(text.split())
 
 
@@ -320,8 +328,11 @@ def _title_like(words: Sequence[str]) -> bool:
     return bool(long_words) and sum(w[0].isupper() for w in long_words) >= 0.7 * len(long_words)
 
 
+_ALNUM = re.compile(r"[a-z0-9]+")
+
+
 def normal_words(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+    return " ".join(_ALNUM.findall(text.lower()))
 
 
 def _join(*parts: str) -> str:
