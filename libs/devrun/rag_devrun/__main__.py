@@ -59,13 +59,19 @@ def say_ready(base_url: str, settings: DevRunSettings) -> None:
 
 
 async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
+    """Every service and the gateway in this process, until Ctrl-C or SIGTERM: then the gateway
+    stops taking requests and the services drain and close (``Stack.__aexit__``)."""
     options = StackOptions(data_dir=Path(args.data_dir), host=args.host, port=args.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     async with Stack(options) as stack:
         log.info("gateway on %s (NATS %s)", stack.base_url, stack.nats_url)
         if args.corpus:
             await load_sample(stack.base_url, args.corpus, settings)
         say_ready(stack.base_url, settings)
-        await stack.wait()
+        await stack.wait(stop)
 
 
 async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> None:
@@ -113,3 +119,4 @@ if __name__ == "__main__":
     arguments = parser.parse_args()
     arguments.data_dir = str(Path(arguments.data_dir).resolve())
     asyncio.run((main_processes if arguments.processes else main)(arguments, defaults))
+    log.info("stopped")

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,19 @@ class StackOptions:
     services: Sequence[str] = ("ingest", "router", "retriever", "generator", "evaluator")  # which to start
     replicas: dict[str, int] = field(default_factory=dict)  # e.g. {"retriever": 2}; default 1 each
     gateway: bool = True
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without signal handlers of its own: whoever runs the ``Stack`` decides when it stops.
+
+    uvicorn catches SIGINT and SIGTERM while it serves and raises the signal again once it has
+    stopped, which ended the process before the services behind the gateway were drained and
+    closed (``Stack.__aexit__``).
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 class Stack:
@@ -115,7 +128,7 @@ class Stack:
         config = uvicorn.Config(
             gateway, host=self.options.host, port=self.options.port, log_level="warning", lifespan="on"
         )
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config)
         self.serve_task = asyncio.create_task(self.server.serve())
         deadline = time.monotonic() + 60
         while not self.server.started:
@@ -128,15 +141,19 @@ class Stack:
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.base_url = f"http://{self.options.host}:{port}"
 
-    async def wait(self) -> None:
-        """Serve until the gateway stops (Ctrl-C or SIGTERM)."""
-        if self.serve_task:
-            await self.serve_task
+    async def wait(self, stop: asyncio.Event) -> None:
+        """Serve until ``stop`` is set (the runner's Ctrl-C or SIGTERM) or the gateway ends by itself."""
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            running = [stopping, *([self.serve_task] if self.serve_task else [])]
+            await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
 
     async def __aexit__(self, *exc: object) -> None:
         if self.server and self.serve_task:
             self.server.should_exit = True
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self.serve_task
         for app in reversed(self.apps):
             with contextlib.suppress(Exception):

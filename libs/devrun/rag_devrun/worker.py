@@ -31,10 +31,7 @@ async def run(name: str, host: str, port: int, metrics: bool, settings: DevRunSe
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with Stack(options) as stack:
-        if stack.server:  # uvicorn takes the signal while it serves and returns when it has stopped
-            await stack.wait()
-        else:
-            await stop.wait()
+        await stack.wait(stop)
 
 
 def main() -> None:

@@ -1,0 +1,59 @@
+"""``python -m rag_devrun`` (``make run``): Ctrl-C or SIGTERM stops every service cleanly, no traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rag_devrun.natsserver import LocalNatsServer
+from rag_devrun.processes import free_port
+from tests.support.http import ask, upload_and_wait
+from tests.support.polling import eventually
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+async def test_the_one_process_runner_answers_and_stops_cleanly(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path, stop: signal.Signals
+) -> None:
+    port = free_port()
+    env = {**os.environ, "NATS_URL": nats_server.url, "RAG_MODEL_DIR": str(model_dir)}
+    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
+        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
+    log_path = tmp_path / "devrun.log"
+    command = ["-m", "rag_devrun", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path / "data")]
+    with log_path.open("wb") as log:
+        runner = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is polled below
+            [sys.executable, *command], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+
+                async def ready() -> bool:
+                    try:
+                        response = await client.get("/readyz")
+                    except httpx.TransportError:
+                        return False
+                    return response.status_code == 200 and response.json()["status"] == "ready"
+
+                await eventually(ready, bool, timeout_s=180, what="the runner ready")
+                await upload_and_wait(client, "otters.md", b"# Otters\n\nThe otter pool is cleaned every Tuesday.\n")
+                body = await ask(client, "When is the otter pool cleaned?")
+                assert "Tuesday" in body["answer"]
+
+            runner.send_signal(stop)
+            assert runner.wait(timeout=60) == 0
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    lines = log_path.read_text()
+    assert "Traceback" not in lines, lines[-3000:]
+    assert "stopped" in lines.splitlines()[-1], lines[-1000:]
