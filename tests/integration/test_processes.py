@@ -13,8 +13,7 @@ import pytest
 
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.processes import PROCESSES, free_port
-from tests.support.http import ask, upload_and_wait
-from tests.support.polling import eventually
+from tests.support.http import ask, upload_and_wait, wait_until_ready
 
 pytestmark = pytest.mark.integration
 
@@ -62,15 +61,7 @@ async def test_one_process_per_service_answers_and_stops_on_sigterm(
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-
-            async def ready() -> bool:
-                try:
-                    response = await client.get("/readyz")
-                except httpx.TransportError:
-                    return False
-                return response.status_code == 200 and response.json()["status"] == "ready"
-
-            await eventually(ready, bool, timeout_s=180, what="every process ready")
+            await wait_until_ready(client, timeout_s=180, what="every process ready")
             assert sorted(workers(runner.pid)) == sorted(PROCESSES)
             assert runner.poll() is None
 

@@ -1,4 +1,4 @@
-"""HTTP helpers for end-to-end tests: ask, upload, and wait for a document's final status."""
+"""HTTP helpers for end-to-end tests: ask, upload, wait for a document's final status or for readiness."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ async def wait_for_status(client: httpx.AsyncClient, document_id: str, timeout_s
     return await eventually(
         record, lambda r: r.get("status") in FINAL, timeout_s=timeout_s, what=f"document {document_id} final"
     )
+
+
+async def wait_until_ready(client: httpx.AsyncClient, timeout_s: float, what: str) -> None:
+    """Poll ``/readyz`` until the system says ready (a server still starting refuses connections)."""
+
+    async def ready() -> bool:
+        try:
+            response = await client.get("/readyz")
+        except httpx.TransportError:
+            return False
+        return response.status_code == 200 and response.json()["status"] == "ready"
+
+    await eventually(ready, bool, timeout_s=timeout_s, what=what)
 
 
 async def upload_and_wait(
