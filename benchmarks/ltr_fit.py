@@ -44,13 +44,11 @@ from rag_common.messages import Query, QueryRouted, Route
 from rag_common.vectors import Hit, VectorStore
 from rag_eval.dataset import load_dataset
 from rag_eval.metrics import GoldSource, RetrievalScores, passage_matches, score_retrieval, summarize_retrieval
-from rag_retriever.app import Retriever
+from rag_retriever.app import Retriever, select_top
 from rag_retriever.context import estimate_tokens, fit_budget
 from rag_retriever.ranking import (
-    downweight_boilerplate,
     file_evidence,
     named_source,
-    prefer_named_source,
     second_section_of_top_file,
 )
 from rag_retriever.rerank import FEATURES, LEARNED_WEIGHTS, LearnedReranker, candidate_features
@@ -124,17 +122,11 @@ def question_scores(
 ) -> list[RetrievalScores]:
     """Each question's retrieval scores with its candidates reordered by ``reorder``, through the
     steps the retriever runs after the reranker stage (``Retriever.rank`` and the token budget)."""
-    s = settings or RetrieverSettings()
+    s = (settings or RetrieverSettings()).model_copy(update={"file_second_section": pull_second})
     scores = []
     for a in asked:
         hits = reorder(a.question, list(a.hits)) if reorder else list(a.hits)
-        hits = downweight_boilerplate(hits, s.boilerplate_weight)
-        if s.named_source_first:
-            hits = prefer_named_source(a.question, hits)
-        top = diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
-        if pull_second:
-            top = second_section_of_top_file(top, hits)
-        top = fit_budget(top, s.context_budget_tokens, estimate_tokens)
+        top = fit_budget(select_top(a.question, hits, s), s.context_budget_tokens, estimate_tokens)
         scores.append(score_retrieval(to_passages(top), a.golds))
     return scores
 

@@ -266,19 +266,8 @@ class Retriever:
             hits = section_units(hits, s.section_child_weight)
         if self.reranker is not None:
             hits = self.reranker.rerank(question, hits)
-        if s.file_evidence_weight > 0:
-            hits = file_evidence(hits, s.file_evidence_weight)
-        hits = downweight_boilerplate(hits, s.boilerplate_weight)
-        if used and s.usage_penalty < 1.0:
-            hits = penalize_used(hits, used, s.usage_penalty)
-        if s.named_source_first:
-            hits = prefer_named_source(question, hits)
-        if s.mmr:
-            return mmr(hits, s.top_k, s.mmr_lambda)
-        top = diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
-        if s.file_second_section:
-            top = second_section_of_top_file(top, hits)
-        if part_rankings:
+        top = select_top(question, hits, s, used)
+        if part_rankings and not s.mmr:
             top = cover_parts(top, part_rankings, s.top_k)
         return top
 
@@ -337,6 +326,25 @@ class Retriever:
         return QueryRetrieved(
             query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
         )
+
+
+def select_top(question: str, hits: list[Hit], s: RetrieverSettings, used: dict[str, int] | None = None) -> list[Hit]:
+    """The steps after the reranker, each behind its setting: file-level evidence, boilerplate
+    down-weighted, the usage penalty, the named source first, then the ``top_k`` by MMR or with
+    one chunk per section first (and the first passage's file given a second section)."""
+    if s.file_evidence_weight > 0:
+        hits = file_evidence(hits, s.file_evidence_weight)
+    hits = downweight_boilerplate(hits, s.boilerplate_weight)
+    if used and s.usage_penalty < 1.0:
+        hits = penalize_used(hits, used, s.usage_penalty)
+    if s.named_source_first:
+        hits = prefer_named_source(question, hits)
+    if s.mmr:
+        return mmr(hits, s.top_k, s.mmr_lambda)
+    top = diversify(hits, s.top_k) if s.diversify_sections else hits[: s.top_k]
+    if s.file_second_section:
+        top = second_section_of_top_file(top, hits)
+    return top
 
 
 def _no_second(text: str) -> list[float]:
