@@ -32,7 +32,7 @@ from benchmarks import hop_floor, ingest, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
-from benchmarks.report import Recorder, git_commit, load_average, machine, print_summary, write_report
+from benchmarks.report import WHOLE, Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.settings import ServiceSettings, StoreSettings
@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
 GROUPS = ("ingest", "latency", "overhead", "throughput", "scale")
+WHOLE_GROUPS = ("latency", "overhead", "throughput")  # measured again on the whole shared corpus
 T = TypeVar("T")
 
 
@@ -116,6 +117,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--target-chunks", type=int, default=None, help="chunks to ingest (default 500; 100 quick)")
     parser.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated subset of {','.join(GROUPS)}")
+    parser.add_argument(
+        "--no-whole",
+        dest="whole",
+        action="store_false",
+        help="skip the second pass of latency, overhead and throughput on the whole shared corpus "
+        "(figures named whole.*; skipped anyway with --quick or a synthetic corpus)",
+    )
     parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "bench.json")
     parser.add_argument("-v", "--verbose", action="store_true", help="the services' own log lines too")
@@ -127,6 +135,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = set(args.groups) - set(GROUPS)
     if unknown:
         parser.error(f"--only: unknown {', '.join(sorted(unknown))} (choose from {', '.join(GROUPS)})")
+    args.whole = args.whole and not args.quick and bool(set(args.groups) & set(WHOLE_GROUPS))
     return args
 
 
@@ -457,6 +466,54 @@ async def measure_all(
                 if "throughput" in args.groups:
                     await bench.processes_runs(corpus, system_nats.url)
                 meta["seconds_query"] = round(time.perf_counter() - phase, 1)
+        if args.whole:
+            await whole_corpus_runs(args, bounds, recorder, embedder, meta, work)
+
+
+def whole_corpus(args: argparse.Namespace, bounds: Bounds, embedder: Embedder, folder: Path) -> BenchCorpus | None:
+    """Every document of the shared corpus, or None (said why) when there is none to measure."""
+    root = Path(args.corpus)
+    if args.corpus == "synthetic" or not root.is_dir():
+        print("  whole corpus: no shared corpus folder, skipped")
+        return None
+    corpus = shared_corpus(root, None, folder, embedder, IngestSettings(), bounds.questions)
+    if len(corpus.questions) < 4:
+        print(f"  whole corpus: {len(corpus.questions)} questions, skipped")
+        return None
+    return corpus
+
+
+async def whole_corpus_runs(
+    args: argparse.Namespace,
+    bounds: Bounds,
+    recorder: Recorder,
+    embedder: Embedder,
+    meta: dict[str, Any],
+    work: Path,
+) -> None:
+    """Latency, overhead and throughput again on every document of the shared corpus (1.6k chunks
+    for anthropic-docs), on a fresh index and nats-server: issue 9 asks for its targets on the slice
+    and on the whole set in one run. The figures are the slice's names with ``whole.`` before them."""
+    corpus = await asyncio.to_thread(whole_corpus, args, bounds, embedder, work / "whole-corpus")
+    if corpus is None:
+        return
+    meta["whole_corpus"] = corpus.describe()
+    print(
+        f"9-11 again on the whole corpus: {len(corpus.documents)} documents, {corpus.chunks} chunks, "
+        f"{len(corpus.questions)} questions (figures whole.*)"
+    )
+    phase = time.perf_counter()
+    bench = Bench(args, bounds, recorder, work / "whole")
+    recorder.prefix = WHOLE
+    try:
+        async with private_nats(bench.system_dir / "nats") as system_nats:
+            await bench.load_once(corpus, system_nats.url)
+            await bench.query_runs(corpus, system_nats.url)
+            if "throughput" in args.groups:
+                await bench.processes_runs(corpus, system_nats.url)
+    finally:
+        recorder.prefix = ""
+    meta["seconds_whole"] = round(time.perf_counter() - phase, 1)
 
 
 async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:

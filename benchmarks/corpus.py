@@ -73,9 +73,15 @@ def _copy(documents: list[Document], folder: Path) -> None:
 
 
 def shared_corpus(
-    root: Path, target_chunks: int, folder: Path, embedder: Embedder, settings: IngestSettings, max_questions: int
+    root: Path,
+    target_chunks: int | None,
+    folder: Path,
+    embedder: Embedder,
+    settings: IngestSettings,
+    max_questions: int,
 ) -> BenchCorpus:
-    """Documents of ``root`` in path order, skipping any that would overshoot, until ``target_chunks``.
+    """Documents of ``root`` in path order, skipping any that would overshoot, until ``target_chunks``
+    (every document when it is None: the whole corpus).
 
     Questions come from ``root/../questions.jsonl``: first those whose gold sources all lie in the
     slice, then (if too few) the rest, in file order.
@@ -85,12 +91,12 @@ def shared_corpus(
     chosen: list[Document] = []
     skipped: list[str] = []
     for path in all_files:
-        if total >= target_chunks:
+        if target_chunks is not None and total >= target_chunks:
             break
         source = path.relative_to(root).as_posix()
         data = path.read_bytes()
         texts = chunk_texts(source, data, embedder, settings)
-        if total + len(texts) > target_chunks * SLACK:
+        if target_chunks is not None and total + len(texts) > target_chunks * SLACK:
             skipped.append(f"{source} ({len(texts)} chunks)")
             continue
         chosen.append(Document(source, data, texts))
@@ -98,7 +104,7 @@ def shared_corpus(
     notes = [f"{len(chosen)} of {len(all_files)} documents of {root}"]
     if skipped:
         notes.append("skipped so the slice stays near the target: " + ", ".join(skipped))
-    if total < target_chunks:
+    if target_chunks is not None and total < target_chunks:
         notes.append(f"the whole corpus gives only {total} chunks (target {target_chunks})")
     questions = _shared_questions(root.parent / "questions.jsonl", {d.source for d in chosen}, max_questions)
     _copy(chosen, folder)

@@ -62,7 +62,7 @@ class Target:
         }[self.op]
 
 
-TARGETS = (
+SLICE_TARGETS = (
     Target("ingest.ratio", ">=", 0.9, "ingest throughput ≥ 0.9× the embedding model alone (issue 9)"),
     Target("query.c1.e2e_p50_ms", "<", 50.0, "query p50 through HTTP at concurrency 1 under 50 ms"),
     Target("overhead.nats_minus_inprocess_p50_ms", "<=", 2.0, "NATS overhead ≤ 2 ms per question, p50 (issue 9)"),
@@ -74,6 +74,14 @@ TARGETS = (
     ),
     Target("throughput.retriever_x1.c8_qps", ">=", 36.0, "≥ 36 questions/s at concurrency 8, one process (issue 9)"),
     Target("scale.ratio", "<=", 2.0, "retrieval p50 at 20k chunks ≤ 2× the p50 at 1.6k (default backend)"),
+)
+# Figures measured a second time on the whole shared corpus carry this prefix (issue 9 asks for its
+# ratios on the slice and on the whole set, 1.6k chunks, in one run): the same query targets hold.
+WHOLE = "whole."
+TARGETS = SLICE_TARGETS + tuple(
+    Target(WHOLE + target.figure, target.op, target.threshold, target.label + ", whole corpus")
+    for target in SLICE_TARGETS
+    if target.figure.split(".")[0] in {"query", "overhead", "throughput"}
 )
 TARGET_OF = {target.figure: target for target in TARGETS}
 
@@ -93,6 +101,7 @@ class Recorder:
         self.figures: dict[str, Figure] = {}
         self.run = 0
         self.runs = 0
+        self.prefix = ""  # put before every name recorded: WHOLE while the whole corpus is measured
         self._mark: CpuSnapshot | None = None
 
     def mark(self) -> CpuSnapshot | None:
@@ -109,6 +118,7 @@ class Recorder:
         detail: dict[str, Any] | None = None,
         cores: dict[str, float] | None = None,
     ) -> None:
+        name = self.prefix + name
         figure = self.figures.setdefault(name, Figure(name, unit, description))
         figure.runs.append(round(value, 3))
         figure.load_1m.append((load_average() or [0.0])[0])
