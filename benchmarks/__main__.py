@@ -353,6 +353,20 @@ class Bench:
             "per question: through the gateway − in-process, median of pairs",
         )
         self.rec.record(
+            "overhead.work_nats_minus_inprocess_p50_ms",
+            figures["work_paired_p50"],
+            "ms",
+            "per question: the four stages' own work in the services (the answer's timings_ms) − the same "
+            "calls in-process, median of pairs: the part of the overhead that is slower work, not moving",
+        )
+        self.rec.record(
+            "overhead.moving_nats_minus_inprocess_p50_ms",
+            figures["moving_paired_p50"],
+            "ms",
+            "per question: the NATS overhead less the stages' slower work, median: moving the question "
+            "(deliveries, acks, validation and encoding, trace context, publish calls)",
+        )
+        self.rec.record(
             "overhead.greeting_nats_minus_inprocess_p50_ms",
             figures["greeting_paired_p50"],
             "ms",

@@ -52,6 +52,7 @@ from rag_router.app import decide
 from rag_router.settings import RouterSettings
 
 PATHS = ("inprocess", "nats", "http")
+STAGES = ("router", "retriever", "generator", "evaluator")
 GREETING = "hello"  # answered by the router alone: two JetStream hops and no retrieval
 
 
@@ -76,7 +77,8 @@ class InProcessPipeline:
         self.generator = Generator(generator_settings, None, setup_telemetry("bench"), on_delta=self._drop)
         # as the running generator ranks sentences (the bench turns its cache off)
         self.generator.scorer = embedding_scorer(embedder, generator_settings.sentence_cache_size)
-        self.stage_ms: dict[str, list[float]] = {s: [] for s in ("router", "retriever", "generator", "evaluator")}
+        self.stage_ms: dict[str, list[float]] = {s: [] for s in STAGES}
+        self.last_stage_ms: dict[str, float] = {}  # the last answer's stages, as the services' timings_ms
 
     @staticmethod
     async def _drop(query: object, delta: AnswerDelta) -> None:
@@ -96,9 +98,11 @@ class InProcessPipeline:
             marks.append(time.perf_counter())
         answer = QueryAnswered.of(drafted, assess(drafted))
         marks.append(time.perf_counter())
-        stages = ("router", "retriever", "generator", "evaluator") if len(marks) == 5 else ("router", "evaluator")
+        stages = STAGES if len(marks) == 5 else ("router", "evaluator")
+        self.last_stage_ms = {}
         for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True):
             self.stage_ms[stage].append((end - start) * 1000)
+            self.last_stage_ms[stage] = (end - start) * 1000
         return answer
 
     def retrieval_ms(self, questions: list[str], repeats: int, max_seconds: float) -> tuple[list[float], list[float]]:
@@ -188,6 +192,10 @@ class OverheadRun:
     greeting_ms: dict[str, list[float]] = field(default_factory=lambda: {"inprocess": [], "nats": []})
     greeting_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {"inprocess": [], "nats": []})
     inprocess_stage_ms: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    # Per question, the four stages' own work summed: timed around the same calls in-process, and as
+    # the running services report it in the answer's timings_ms over NATS (what the split below uses).
+    work_ms: dict[str, list[float]] = field(default_factory=lambda: {"inprocess": [], "nats": []})
+    nats_stage_ms: dict[str, list[float]] = field(default_factory=lambda: {s: [] for s in STAGES})
     embed_query_ms: list[float] = field(default_factory=list)
     same_answer: int = 0
     compared: int = 0
@@ -202,6 +210,15 @@ class OverheadRun:
     def http_minus_inprocess(self) -> list[float]:
         return paired_differences(self.ms["http"], self.ms["inprocess"])
 
+    def work_nats_minus_inprocess(self) -> list[float]:
+        """Per question: how much longer the stages' own work took in the services than in-process."""
+        return paired_differences(self.work_ms["nats"], self.work_ms["inprocess"])
+
+    def moving_nats_minus_inprocess(self) -> list[float]:
+        """Per question: the rest of the NATS overhead, moving the question between the stages
+        (deliveries, acks, validation and encoding, the trace context, the publish calls)."""
+        return paired_differences(self.nats_minus_inprocess(), self.work_nats_minus_inprocess())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "questions_asked": len(self.ms["inprocess"]),
@@ -215,6 +232,10 @@ class OverheadRun:
             "greeting_nats_minus_inprocess_ms": summarize(self.greeting_nats_minus_inprocess()),
             "greeting_process_cpu_ms": {p: summarize(v) for p, v in self.greeting_cpu_ms.items()},
             "inprocess_stage_ms": self.inprocess_stage_ms,
+            "nats_stage_ms": {stage: summarize(v) for stage, v in self.nats_stage_ms.items()},
+            "work_ms": {p: summarize(v) for p, v in self.work_ms.items()},
+            "work_nats_minus_inprocess_ms": summarize(self.work_nats_minus_inprocess()),
+            "moving_nats_minus_inprocess_ms": summarize(self.moving_nats_minus_inprocess()),
             "embed_query_ms": summarize(self.embed_query_ms),
         }
 
@@ -250,11 +271,17 @@ async def measure_overhead(
             response.raise_for_status()
             return str(response.json()["answer"])
 
+        stages: dict[str, dict[str, float]] = {}  # each path's last answer's stage times
+
         async def via_nats(question: str) -> str:
-            return (await bus.answer(question, timeout_s)).draft.answer
+            answer = await bus.answer(question, timeout_s)
+            stages["nats"] = {s: answer.timings_ms[s] for s in STAGES if s in answer.timings_ms}
+            return answer.draft.answer
 
         async def in_process(question: str) -> str:
-            return (await pipeline.answer(question)).draft.answer
+            answer = await pipeline.answer(question)
+            stages["inprocess"] = pipeline.last_stage_ms
+            return answer.draft.answer
 
         paths: dict[str, Callable[[str], Awaitable[str]]] = {
             "inprocess": in_process,
@@ -279,6 +306,10 @@ async def measure_overhead(
                 ms, cpu_ms, answers[path] = await _timed(paths[path], question)
                 run.ms[path].append(ms)
                 run.cpu_ms[path].append(cpu_ms)
+            for path in run.work_ms:
+                run.work_ms[path].append(sum(stages[path].values()))
+            for stage in STAGES:
+                run.nats_stage_ms[stage].append(stages["nats"].get(stage, 0.0))
             run.compared += 1
             run.same_answer += answers["inprocess"] == answers["nats"] == answers["http"]
         run.inprocess_stage_ms = {stage: summarize(v) for stage, v in pipeline.stage_ms.items()}
@@ -304,4 +335,6 @@ def headline(run: OverheadRun) -> dict[str, float]:
         "http_paired_p50": median(run.http_minus_inprocess()),
         "greeting_paired_p50": median(run.greeting_nats_minus_inprocess()),
         "cpu_paired_p50": median(paired_differences(run.cpu_ms["nats"], run.cpu_ms["inprocess"])),
+        "work_paired_p50": median(run.work_nats_minus_inprocess()),
+        "moving_paired_p50": median(run.moving_nats_minus_inprocess()),
     }

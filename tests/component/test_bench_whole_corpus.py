@@ -1,4 +1,4 @@
-"""``make bench`` measures the query figures twice: on the corpus slice and on the whole corpus."""
+"""`make bench`: the query figures on the slice and on the whole corpus, and how the overhead splits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.__main__ import FULL, parse_args, whole_corpus
 from benchmarks.corpus import shared_corpus
+from benchmarks.overhead import OverheadRun, headline
 from benchmarks.report import WHOLE, Recorder, beside
 from rag_common.embedding import Embedder, get_embedder
 from rag_ingest.settings import IngestSettings
@@ -87,3 +88,17 @@ def test_whole_corpus_figures_are_named_apart_and_held_to_the_same_query_targets
     assert verdicts["whole.query.c1.answer_over_retrieval"] is None  # not measured in this run
     assert beside("whole.throughput.retriever_x1.c8_qps", 40.0) == "target >= 36: met"
     assert "whole.ingest.ratio" not in verdicts and "whole.scale.ratio" not in verdicts  # measured once
+
+
+def test_the_overhead_splits_into_slower_stage_work_and_moving_the_question() -> None:
+    run = OverheadRun()
+    run.ms = {"inprocess": [10.0, 20.0], "nats": [17.0, 26.0], "http": [20.0, 30.0]}
+    run.work_ms = {"inprocess": [9.0, 19.0], "nats": [10.0, 19.5]}
+    run.cpu_ms = run.ms
+    run.greeting_ms = {"inprocess": [0.1], "nats": [1.0]}
+
+    assert run.nats_minus_inprocess() == [7.0, 6.0]
+    assert run.work_nats_minus_inprocess() == [1.0, 0.5]
+    assert run.moving_nats_minus_inprocess() == [6.0, 5.5]
+    figures = headline(run)
+    assert (figures["paired_p50"], figures["work_paired_p50"], figures["moving_paired_p50"]) == (6.5, 0.75, 5.75)
