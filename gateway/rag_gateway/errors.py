@@ -209,6 +209,19 @@ def _plain(message: str) -> str:
     return message.removeprefix("Value error, ")
 
 
+def _problem(error: Any) -> tuple[str, str | None]:
+    """One validation error as "field: message", and the field (None for the body as a whole).
+
+    A body that is not JSON is located by FastAPI at the character where parsing stopped, which
+    is no field: "body: not valid JSON at character 10 (Expecting ...)", not "10: JSON decode error".
+    """
+    if error["type"] == "json_invalid":
+        where, reason = error["loc"][-1], (error.get("ctx") or {}).get("error", "")
+        return f"body: not valid JSON at character {where}" + (f" ({reason})" if reason else ""), None
+    field = ".".join(str(p) for p in error["loc"][1:]) or None
+    return f"{field or 'body'}: {_plain(error['msg'])}", field
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -223,10 +236,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        problems = [f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {_plain(e['msg'])}" for e in errors]
-        param = (".".join(str(p) for p in errors[0]["loc"][1:]) or None) if errors else None
-        return error_response(request, 422, "invalid_request", "; ".join(problems) or "invalid request", param=param)
+        problems = [_problem(e) for e in exc.errors()]
+        message = "; ".join(text for text, _ in problems) or "invalid request"
+        param = problems[0][1] if problems else None
+        return error_response(request, 422, "invalid_request", message, param=param)
 
     @app.exception_handler(NatsError)
     async def bus_unavailable(request: Request, exc: NatsError) -> JSONResponse:

@@ -96,6 +96,17 @@ async def test_a_chunked_body_over_the_limit_is_cut_off_with_413(system: System)
     assert error["request_id"] == response.headers["x-request-id"]
 
 
+@pytest.mark.parametrize("body", [b"not json", b'{"question": "What is the rate limit?",}'])
+async def test_a_body_that_is_not_json_says_so(client: httpx.AsyncClient, body: bytes) -> None:
+    headers = {"content-type": "application/json"}
+    response = await client.post("/v1/query", content=body, headers=headers)
+    error = assert_clear_error(response, 422, "invalid_request", "not valid JSON", "character")
+    assert error["message"].startswith("body: "), error
+    openai = await client.post("/v1/chat/completions", content=body, headers=headers)
+    assert openai.status_code == 400, openai.text
+    assert "not valid JSON" in openai.json()["error"]["message"] and openai.json()["error"]["param"] is None
+
+
 @pytest.mark.parametrize("odd", ["*", "%00", "%20", "x" * 5000, "%2A%0A", "0" * 32 + "%0A", "..%5C..%5Cetc"])
 async def test_odd_document_ids_are_404_with_a_clear_message(client: httpx.AsyncClient, odd: str) -> None:
     for method in ("GET", "DELETE"):
