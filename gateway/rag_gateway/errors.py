@@ -156,17 +156,23 @@ class BodyLimitMiddleware:
     route made of its half-read body is replaced by the 413. Uploads have their own, larger
     limit (``limits`` by path); every other endpoint takes at most ``default_limit`` bytes.
     (Starlette's own body limit answers in plain text, not in this API's error shape.)
+    ``messages`` by path: what the 413 says instead (an upload's names the file's limit, the one
+    its user chose a file against, not the file's plus the form's).
     """
 
-    def __init__(self, app: ASGIApp, default_limit: int, limits: dict[str, int]) -> None:
-        self.app, self.default_limit, self.limits = app, default_limit, limits
+    def __init__(
+        self, app: ASGIApp, default_limit: int, limits: dict[str, int], messages: dict[str, str] | None = None
+    ) -> None:
+        self.app, self.default_limit, self.limits, self.messages = app, default_limit, limits, messages or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limits.get(scope["path"].rstrip("/"), self.default_limit)
-        too_large = error_response(Request(scope), 413, "too_large", too_large_message(limit))
+        path = scope["path"].rstrip("/")
+        limit = self.limits.get(path, self.default_limit)
+        message = self.messages.get(path) or too_large_message(limit)
+        too_large = error_response(Request(scope), 413, "too_large", message)
         too_large.headers["Connection"] = "close"  # an unread body leaves the connection unusable
         declared = MutableHeaders(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -181,7 +187,7 @@ class BodyLimitMiddleware:
                 received += len(message.get("body", b""))
                 if received > limit:
                     exceeded = True
-                    raise BodyTooLarge(too_large_message(limit))
+                    raise BodyTooLarge(message)
             return message
 
         async def replying(message: Message) -> None:

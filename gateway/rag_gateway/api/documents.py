@@ -77,10 +77,15 @@ def _source_name(upload: UploadFile) -> str:
     return name
 
 
+def file_too_large_message(limit: int) -> str:
+    """The 413 of an upload, from this route or from the body limit before the route (same words)."""
+    return f"file is larger than the {limit} byte limit"
+
+
 async def _read_limited(upload: UploadFile, limit: int) -> bytes:
     data = await upload.read(limit + 1)
     if len(data) > limit:
-        raise ApiError(413, "too_large", f"file is larger than the {limit} byte limit")
+        raise ApiError(413, "too_large", file_too_large_message(limit))
     if not data:
         raise ApiError(422, "empty_file", "the uploaded file is empty")
     return data
