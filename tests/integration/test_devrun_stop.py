@@ -65,3 +65,24 @@ async def test_a_gateway_port_in_use_is_named_and_the_nats_server_it_started_is_
             async with Stack(options):
                 pass
     assert not await reachable(nats_url), "the nats-server the runner started is still running"
+
+
+async def test_a_service_metrics_port_in_use_is_named_with_its_setting(
+    tmp_path: Path, nats_server: LocalNatsServer
+) -> None:
+    """A second ``make run`` meets the services' metrics ports (9101-9105) before the gateway's: the
+    error names the service, the port and the setting that moves it, not a bare "Address already in use"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        options = StackOptions(
+            data_dir=tmp_path,
+            nats_url=nats_server.url,
+            services=("router",),
+            gateway=False,
+            overrides={"router": {"metrics_port": port}},
+        )
+        with pytest.raises(StartError, match=f"router.*127.0.0.1:{port}.*RAG_ROUTER_METRICS_PORT"):
+            async with Stack(options):
+                pass

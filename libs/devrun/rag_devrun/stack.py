@@ -20,7 +20,7 @@ import uvicorn
 from faststream import FastStream
 from opentelemetry.sdk.trace import SpanProcessor
 
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.telemetry import MetricsPortError, ServiceTelemetry, setup_telemetry
 from rag_devrun.natsserver import LocalNatsServer, ensure_nats
 from rag_evaluator.app import create_app as create_evaluator
 from rag_evaluator.settings import EvaluatorSettings
@@ -134,7 +134,12 @@ class Stack:
                     settings.metrics_port = 0  # one metrics port per service in one process
                 telemetry = setup_telemetry(name, processors, settings=settings)
                 app = create(settings, telemetry)
-                await app.start()
+                try:
+                    await app.start()
+                except MetricsPortError as exc:
+                    with contextlib.suppress(Exception):
+                        await app.stop()
+                    raise StartError(str(exc)) from None
                 self.apps.append(app)
                 self.telemetries.append(telemetry)
         if not self.options.gateway:
