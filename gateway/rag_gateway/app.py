@@ -175,7 +175,10 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.add_middleware(ObserveRequests, metrics=gateway.metrics)
     upload_limit = settings.max_upload_bytes + documents.MULTIPART_OVERHEAD
     app.add_middleware(
-        BodyLimitMiddleware, default_limit=settings.max_body_bytes, limits={"/v1/documents": upload_limit}
+        BodyLimitMiddleware,
+        default_limit=settings.max_body_bytes,
+        limits={"/v1/documents": upload_limit},
+        messages={"/v1/documents": documents.file_too_large_message(settings.max_upload_bytes)},
     )
     app.add_middleware(AuthenticateBeforeBody, gateway=gateway)  # a caller without a key gets 401, not 413
     app.add_middleware(RequestIdMiddleware)  # outside both: every response, 401s and 413s too, carries the id

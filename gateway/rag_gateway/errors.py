@@ -156,17 +156,23 @@ class BodyLimitMiddleware:
     route made of its half-read body is replaced by the 413. Uploads have their own, larger
     limit (``limits`` by path); every other endpoint takes at most ``default_limit`` bytes.
     (Starlette's own body limit answers in plain text, not in this API's error shape.)
+    ``messages`` by path: what the 413 says instead (an upload's names the file's limit, the one
+    its user chose a file against, not the file's plus the form's).
     """
 
-    def __init__(self, app: ASGIApp, default_limit: int, limits: dict[str, int]) -> None:
-        self.app, self.default_limit, self.limits = app, default_limit, limits
+    def __init__(
+        self, app: ASGIApp, default_limit: int, limits: dict[str, int], messages: dict[str, str] | None = None
+    ) -> None:
+        self.app, self.default_limit, self.limits, self.messages = app, default_limit, limits, messages or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limits.get(scope["path"].rstrip("/"), self.default_limit)
-        too_large = error_response(Request(scope), 413, "too_large", too_large_message(limit))
+        path = scope["path"].rstrip("/")
+        limit = self.limits.get(path, self.default_limit)
+        message = self.messages.get(path) or too_large_message(limit)
+        too_large = error_response(Request(scope), 413, "too_large", message)
         too_large.headers["Connection"] = "close"  # an unread body leaves the connection unusable
         declared = MutableHeaders(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
@@ -181,7 +187,7 @@ class BodyLimitMiddleware:
                 received += len(message.get("body", b""))
                 if received > limit:
                     exceeded = True
-                    raise BodyTooLarge(too_large_message(limit))
+                    raise BodyTooLarge(message)
             return message
 
         async def replying(message: Message) -> None:
@@ -209,6 +215,19 @@ def _plain(message: str) -> str:
     return message.removeprefix("Value error, ")
 
 
+def _problem(error: Any) -> tuple[str, str | None]:
+    """One validation error as "field: message", and the field (None for the body as a whole).
+
+    A body that is not JSON is located by FastAPI at the character where parsing stopped, which
+    is no field: "body: not valid JSON at character 10 (Expecting ...)", not "10: JSON decode error".
+    """
+    if error["type"] == "json_invalid":
+        where, reason = error["loc"][-1], (error.get("ctx") or {}).get("error", "")
+        return f"body: not valid JSON at character {where}" + (f" ({reason})" if reason else ""), None
+    field = ".".join(str(p) for p in error["loc"][1:]) or None
+    return f"{field or 'body'}: {_plain(error['msg'])}", field
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -223,10 +242,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        problems = [f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {_plain(e['msg'])}" for e in errors]
-        param = (".".join(str(p) for p in errors[0]["loc"][1:]) or None) if errors else None
-        return error_response(request, 422, "invalid_request", "; ".join(problems) or "invalid request", param=param)
+        problems = [_problem(e) for e in exc.errors()]
+        message = "; ".join(text for text, _ in problems) or "invalid request"
+        param = problems[0][1] if problems else None
+        return error_response(request, 422, "invalid_request", message, param=param)
 
     @app.exception_handler(NatsError)
     async def bus_unavailable(request: Request, exc: NatsError) -> JSONResponse:

@@ -133,6 +133,18 @@ async def test_upload_shows_the_document_status(page: Page, system: System, tmp_
     await expect(page.locator("#collection option[value=browser]")).to_have_count(1)
 
 
+async def test_an_upload_that_never_reaches_the_gateway_says_so(page: Page, system: System, tmp_path: Path) -> None:
+    """A dropped connection (gateway down, a proxy's reset) is shown next to the upload, like a refused one."""
+    note = tmp_path / "unsent.md"
+    note.write_text("# Unsent\n\nThis upload never reaches the gateway.\n")
+    await page.goto(f"{system.base_url}/")
+    await expect(page.locator("#documents li").first).to_be_visible()
+    await page.route("**/v1/documents", lambda route: route.abort("connectionreset"))
+    await page.get_by_label("Upload PDF, Markdown or text files").set_input_files(str(note))
+    await page.get_by_role("button", name="Upload", exact=True).click()
+    await expect(page.locator("#upload-error")).to_contain_text("unsent.md: the gateway could not be reached")
+
+
 async def test_api_key_is_sent_as_a_bearer_token(page: Page, system: System) -> None:
     await page.goto(f"{system.base_url}/")
     await expect(page.locator("#documents li").first).to_be_visible()  # the first loads, without a key, are done

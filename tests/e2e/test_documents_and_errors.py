@@ -73,6 +73,36 @@ async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: Syste
     assert "4471" in body["answer"]
 
 
+async def test_an_upload_or_delete_that_could_not_be_queued_leaves_the_status_as_it_was(
+    system: System, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NATS does not acknowledge the ingest message (503): the status says what it said before, not
+    "queued" or "deleting" for a message that never left the gateway."""
+    before = await upload_and_wait(client, "herons.md", b"# Herons\n\nThe heron count is on Tuesdays.\n", "unqueued")
+    assert before["status"] == "indexed"
+
+    async def unacknowledged(*args: object, **kwargs: object) -> None:
+        raise nats.errors.TimeoutError
+
+    monkeypatch.setattr(system.gateway.broker, "publish", unacknowledged)
+    changed = await upload(client, "herons.md", b"# Herons\n\nThe heron count is on Fridays.\n", "unqueued")
+    new = await upload(client, "egrets.md", b"# Egrets\n\nThe egret count is on Mondays.\n", "unqueued")
+    deleted = await client.delete(f"/v1/documents/{before['document_id']}")
+    monkeypatch.undo()
+    for response in (changed, new, deleted):
+        assert_error(response, 503, "unavailable")
+        assert response.headers["retry-after"]
+
+    after = (await client.get(f"/v1/documents/{before['document_id']}")).json()
+    assert {k: after[k] for k in ("status", "content_hash", "chunks")} == {
+        k: before[k] for k in ("status", "content_hash", "chunks")
+    }
+    listed = (await client.get("/v1/documents", params={"collection": "unqueued"})).json()["documents"]
+    assert [(d["source"], d["status"]) for d in listed] == [("herons.md", "indexed")]
+    body = await ask(client, "On which day is the heron count?", collection="unqueued")
+    assert "Tuesdays" in body["answer"]
+
+
 async def test_delete_removes_document_and_its_passages(client: httpx.AsyncClient) -> None:
     status = await upload_and_wait(
         client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n", "docs-delete"

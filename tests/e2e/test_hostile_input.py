@@ -10,6 +10,7 @@ import httpx
 import nats
 import pytest
 
+from rag_gateway.api.documents import MULTIPART_OVERHEAD
 from tests.support.http import ask, upload, upload_and_wait
 from tests.support.rawhttp import RawConnection, multipart
 from tests.support.system import UPLOAD_LIMIT, System
@@ -79,6 +80,26 @@ async def test_a_50_mb_body_is_refused_with_413_before_it_is_read(system: System
     assert error["request_id"] == response.headers["x-request-id"] and error["client_request_id"] == "huge-body"
 
 
+async def test_an_upload_refused_before_it_is_read_names_the_file_limit(
+    system: System, client: httpx.AsyncClient
+) -> None:
+    """Over the upload's whole limit (file + form) or just over the file's, the user reads one limit: the file's."""
+    body, content_type = multipart(b"huge.md", b"a" * (UPLOAD_LIMIT + MULTIPART_OVERHEAD + 1), {})
+    head = (
+        "POST /v1/documents HTTP/1.1\r\nHost: gateway\r\n"
+        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    async with RawConnection(system.base_url, timeout_s=10) as connection:
+        await connection.send(head, body[:65536])  # the rest never comes: refused on its Content-Length
+        response = await connection.response()
+    assert response.status == 413
+    early = response.json()["error"]
+    assert early["code"] == "too_large" and early["request_id"] == response.headers["x-request-id"]
+    read = assert_clear_error(await upload(client, "big.md", b"a" * (UPLOAD_LIMIT + 1)), 413, "too_large")
+    for error in (early, read):
+        assert f"file is larger than the {UPLOAD_LIMIT} byte limit" in error["message"], error
+
+
 async def test_a_chunked_body_over_the_limit_is_cut_off_with_413(system: System) -> None:
     head = (
         b"POST /v1/query HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
@@ -94,6 +115,17 @@ async def test_a_chunked_body_over_the_limit_is_cut_off_with_413(system: System)
     error = response.json()["error"]
     assert error["code"] == "too_large" and "limit of 1048576 bytes" in error["message"]
     assert error["request_id"] == response.headers["x-request-id"]
+
+
+@pytest.mark.parametrize("body", [b"not json", b'{"question": "What is the rate limit?",}'])
+async def test_a_body_that_is_not_json_says_so(client: httpx.AsyncClient, body: bytes) -> None:
+    headers = {"content-type": "application/json"}
+    response = await client.post("/v1/query", content=body, headers=headers)
+    error = assert_clear_error(response, 422, "invalid_request", "not valid JSON", "character")
+    assert error["message"].startswith("body: "), error
+    openai = await client.post("/v1/chat/completions", content=body, headers=headers)
+    assert openai.status_code == 400, openai.text
+    assert "not valid JSON" in openai.json()["error"]["message"] and openai.json()["error"]["param"] is None
 
 
 @pytest.mark.parametrize("odd", ["*", "%00", "%20", "x" * 5000, "%2A%0A", "0" * 32 + "%0A", "..%5C..%5Cetc"])

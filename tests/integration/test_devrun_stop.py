@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_devrun.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer, reachable
 from rag_devrun.processes import free_port
+from rag_devrun.stack import Stack, StackOptions, StartError
 from tests.support.http import ask, upload_and_wait, wait_until_ready
 
 pytestmark = pytest.mark.integration
@@ -48,3 +50,39 @@ async def test_the_one_process_runner_answers_and_stops_cleanly(
     lines = log_path.read_text()
     assert "Traceback" not in lines, lines[-3000:]
     assert "stopped" in lines.splitlines()[-1], lines[-1000:]
+
+
+async def test_a_gateway_port_in_use_is_named_and_the_nats_server_it_started_is_stopped(tmp_path: Path) -> None:
+    """A second ``make run`` on a taken port: an error that says which port and how to pick another,
+    and nothing of what the runner started (its nats-server) left running."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        nats_url = f"nats://127.0.0.1:{free_port()}"  # nothing there: the runner starts its own
+        options = StackOptions(data_dir=tmp_path, nats_url=nats_url, port=port, metrics=False, services=())
+        with pytest.raises(StartError, match=f"127.0.0.1:{port}.*RAG_GATEWAY_PORT"):
+            async with Stack(options):
+                pass
+    assert not await reachable(nats_url), "the nats-server the runner started is still running"
+
+
+async def test_a_service_metrics_port_in_use_is_named_with_its_setting(
+    tmp_path: Path, nats_server: LocalNatsServer
+) -> None:
+    """A second ``make run`` meets the services' metrics ports (9101-9105) before the gateway's: the
+    error names the service, the port and the setting that moves it, not a bare "Address already in use"."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        options = StackOptions(
+            data_dir=tmp_path,
+            nats_url=nats_server.url,
+            services=("router",),
+            gateway=False,
+            overrides={"router": {"metrics_port": port}},
+        )
+        with pytest.raises(StartError, match=f"router.*127.0.0.1:{port}.*RAG_ROUTER_METRICS_PORT"):
+            async with Stack(options):
+                pass

@@ -6,10 +6,12 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
+from fastapi import FastAPI
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from rag_devrun.corpus import LoadResult
 from rag_devrun.stack import Stack, StackOptions
+from rag_gateway.deps import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
@@ -40,6 +42,15 @@ class System:
     @property
     def base_url(self) -> str:
         return self.stack.base_url
+
+    @property
+    def gateway(self) -> Gateway:
+        """The running gateway's dependencies (its broker, stores), for tests that inject a fault."""
+        assert self.stack.server is not None, "the system runs without a gateway"
+        app = self.stack.server.config.app
+        assert isinstance(app, FastAPI)
+        gateway: Gateway = app.state.gateway
+        return gateway
 
 
 def origin_of(sock: socket.socket) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -77,10 +79,15 @@ def _source_name(upload: UploadFile) -> str:
     return name
 
 
+def file_too_large_message(limit: int) -> str:
+    """The 413 of an upload, from this route or from the body limit before the route (same words)."""
+    return f"file is larger than the {limit} byte limit"
+
+
 async def _read_limited(upload: UploadFile, limit: int) -> bytes:
     data = await upload.read(limit + 1)
     if len(data) > limit:
-        raise ApiError(413, "too_large", f"file is larger than the {limit} byte limit")
+        raise ApiError(413, "too_large", file_too_large_message(limit))
     if not data:
         raise ApiError(422, "empty_file", "the uploaded file is empty")
     return data
@@ -104,6 +111,24 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise ApiError(422, "invalid_metadata", "metadata must be a JSON object of string keys")
     return {k: str(v) for k, v in value.items()}
+
+
+@asynccontextmanager
+async def undone_unless_queued(
+    store: StatusStore, before: DocumentStatus | None, after: DocumentStatus
+) -> AsyncIterator[None]:
+    """Around the ingest publish: when JetStream does not take the message (the caller gets 503),
+    the status is put back as it was, so it never says "queued" or "deleting" for nothing."""
+    try:
+        yield
+    except Exception:
+        try:
+            restored = await store.undo(before, after)
+        except Exception as exc:  # NATS is away for this write too: the caller's 503 says try again
+            log.warning("document %s: status not restored after a failed publish: %r", after.document_id, exc)
+        else:
+            log.warning("document %s: not queued; status %s", after.document_id, "restored" if restored else "kept")
+        raise
 
 
 @router.post("", status_code=202, response_model=DocumentAccepted, responses=errors(413, 415, 422, 503))
@@ -149,7 +174,7 @@ async def _upload(
     if not unchanged:  # identical bytes already indexed are not written again
         await gateway.objects.put(name, data, meta=ObjectMeta(name=name, description=source))
     try:
-        await status_store.accept_upload(
+        before, accepted = await status_store.accept_upload(
             document_id=document_id,
             collection=collection,
             source=source,
@@ -171,9 +196,10 @@ async def _upload(
         content_type=file.content_type,
         metadata=meta,
     )
-    await gateway.broker.publish(
-        message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
-    )
+    async with undone_unless_queued(status_store, before, accepted):
+        await gateway.broker.publish(
+            message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
+        )
     log.info("upload %s queued as %s/%s (client_request_id=%s)", rid, collection, source, client_request_id(request))
     body = {
         "document_id": document_id,
@@ -226,7 +252,8 @@ async def delete_document(
     if marked is None:
         raise ApiError(404, "document_not_found", f"no document {document_id!r}")
     message = DeleteRequested(request_id=rid, document_id=document_id, collection=record.collection)
-    await gateway.broker.publish(
-        message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
-    )
+    async with undone_unless_queued(store, *marked):
+        await gateway.broker.publish(
+            message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
+        )
     return JSONResponse({"document_id": document_id, "status": "deleting", "request_id": rid}, status_code=202)

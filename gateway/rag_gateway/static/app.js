@@ -267,7 +267,13 @@
       const form = new FormData();
       form.append("file", file, file.name);
       form.append("collection", into);
-      const response = await api("/v1/documents", { method: "POST", body: form });
+      let response;
+      try {
+        response = await api("/v1/documents", { method: "POST", body: form });
+      } catch (error) {
+        $("upload-error").textContent = `${file.name}: the gateway could not be reached (${error.message})`;
+        continue;
+      }
       if (!response.ok) {
         $("upload-error").textContent = `${file.name}: ${await errorMessage(response)}`;
         continue;

@@ -124,14 +124,38 @@ class StatusStore:
         self, document_id: str, allowed: Callable[[DocumentStatus], bool], **changes: object
     ) -> DocumentStatus | None:
         """Apply ``changes`` if the current record passes ``allowed``, atomically; None if it does not."""
+        swapped = await self._swap(document_id, allowed, **changes)
+        return swapped[1] if swapped else None
+
+    async def _swap(
+        self, document_id: str, allowed: Callable[[DocumentStatus], bool], **changes: object
+    ) -> tuple[DocumentStatus, DocumentStatus] | None:
+        """``transition``, returning the record before and after the change."""
         for _ in range(CAS_ATTEMPTS):
             current, revision = await self.entry(document_id)
             if current is None or not allowed(current):
                 return None
             updated = current.model_copy(update=changes)
             if await self.put_if(updated, revision):
-                return updated
+                return current, updated
         raise StatusConflict(f"status of {document_id} changed {CAS_ATTEMPTS} times while updating it")
+
+    async def undo(self, before: DocumentStatus | None, after: DocumentStatus) -> bool:
+        """Put ``before`` back (no record when None) where ``after`` was written, unless someone
+        wrote since; False then. An upload or delete whose message could not be queued leaves the
+        status as it found it, not "queued" or "deleting" for a message that never left."""
+        current, revision = await self.entry(after.document_id)
+        if current is None or (current.request_id, current.status) != (after.request_id, after.status):
+            return False
+        if before is not None:
+            return await self.put_if(before, revision)
+        try:
+            await self.kv.delete(after.document_id, last=revision)
+        except APIError as exc:
+            if exc.err_code in _WRONG_LAST_SEQUENCE:
+                return False
+            raise
+        return True
 
     # --- the transitions --------------------------------------------------------------------
 
@@ -145,8 +169,11 @@ class StatusStore:
         size: int,
         request_id: str,
         metadata: dict[str, str],
-    ) -> DocumentStatus:
-        """Queue a version: of concurrent uploads of one name, the one whose record lands last is accepted."""
+    ) -> tuple[DocumentStatus | None, DocumentStatus]:
+        """Queue a version: of concurrent uploads of one name, the one whose record lands last is accepted.
+
+        Returns the record it replaced (None for a new document) and the accepted one (for ``undo``).
+        """
         for _ in range(UPLOAD_ATTEMPTS):
             previous, revision = await self.entry(document_id)
             status = DocumentStatus(
@@ -161,7 +188,7 @@ class StatusStore:
                 metadata=metadata,
             )
             if await self.put_if(status, revision):
-                return status
+                return previous, status
         raise StatusConflict(f"status of {document_id} changed {UPLOAD_ATTEMPTS} times while accepting an upload")
 
     async def start_processing(self, request: IngestRequested) -> bool:
@@ -188,9 +215,9 @@ class StatusStore:
 
         return await self.transition(document_id, same_version, status="failed", error=error)
 
-    async def start_delete(self, document_id: str, request_id: str) -> DocumentStatus | None:
-        """Mark a document as being deleted; None when it has no record."""
-        return await self.transition(document_id, lambda _: True, status="deleting", request_id=request_id)
+    async def start_delete(self, document_id: str, request_id: str) -> tuple[DocumentStatus, DocumentStatus] | None:
+        """Mark a document as being deleted: the record before and after (for ``undo``); None when it has none."""
+        return await self._swap(document_id, lambda _: True, status="deleting", request_id=request_id)
 
     async def forget(self, document_id: str) -> DocumentStatus | None:
         """Remove the record of a document being deleted, and return it.

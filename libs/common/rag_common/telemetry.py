@@ -75,6 +75,10 @@ class Timer:
 TIMED_STAGES = {"ingest": ("index",), "gateway": ()}
 
 
+class MetricsPortError(RuntimeError):
+    """A service's metrics port could not be bound (another ``make run``?); says which setting moves it."""
+
+
 @dataclass
 class ServiceTelemetry:
     """Tracer provider, Prometheus registry and the standard stage metrics of one service."""
@@ -159,7 +163,13 @@ class ServiceTelemetry:
             return 0
         loop = asyncio.get_running_loop()
         app = health_wsgi_app(make_wsgi_app(self.registry), loop, ready, liveness_timeout_s)
-        server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        try:
+            server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+        except OSError as exc:
+            raise MetricsPortError(
+                f"{self.service}: cannot serve /metrics on {host}:{port} ({exc.strerror or exc}): set "
+                f"RAG_{self.service.upper()}_METRICS_PORT to a free port, or 0 for none"
+            ) from exc
         self._server = server
         thread = threading.Thread(target=server.serve_forever, name=f"metrics-{self.service}", daemon=True)
         thread.start()

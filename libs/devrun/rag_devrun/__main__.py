@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,7 @@ from rag_devrun.corpus import load_corpus
 from rag_devrun.natsserver import ensure_nats
 from rag_devrun.processes import Cluster
 from rag_devrun.settings import DevRunSettings
-from rag_devrun.stack import Stack, StackOptions
+from rag_devrun.stack import Stack, StackOptions, StartError
 from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.devrun")
@@ -118,5 +119,9 @@ if __name__ == "__main__":
     configure_logging(defaults.log_level)
     arguments = parser.parse_args()
     arguments.data_dir = str(Path(arguments.data_dir).resolve())
-    asyncio.run((main_processes if arguments.processes else main)(arguments, defaults))
+    try:
+        asyncio.run((main_processes if arguments.processes else main)(arguments, defaults))
+    except StartError as exc:  # what to change, without a traceback; everything started is stopped
+        log.error("%s", exc)
+        sys.exit(1)
     log.info("stopped")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import uvicorn
 from faststream import FastStream
 from opentelemetry.sdk.trace import SpanProcessor
 
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.telemetry import MetricsPortError, ServiceTelemetry, setup_telemetry
 from rag_devrun.natsserver import LocalNatsServer, ensure_nats
 from rag_evaluator.app import create_app as create_evaluator
 from rag_evaluator.settings import EvaluatorSettings
@@ -53,17 +54,32 @@ class StackOptions:
     gateway: bool = True
 
 
+class StartError(RuntimeError):
+    """The system could not start; the message says what to change."""
+
+
 class _Server(uvicorn.Server):
     """uvicorn without signal handlers of its own: whoever runs the ``Stack`` decides when it stops.
 
     uvicorn catches SIGINT and SIGTERM while it serves and raises the signal again once it has
     stopped, which ended the process before the services behind the gateway were drained and
-    closed (``Stack.__aexit__``).
+    closed (``Stack.__aexit__``). For the same reason a gateway that cannot listen (its port taken)
+    is a ``StartError``, not uvicorn's ``sys.exit``, which skipped stopping the services and the
+    nats-server the ``Stack`` had started.
     """
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().serve(sockets)
+        except SystemExit:  # uvicorn logged why (e.g. "address already in use")
+            where = f"{self.config.host}:{self.config.port}"
+            raise StartError(
+                f"the gateway could not listen on {where} (port in use?): pick another with RAG_GATEWAY_PORT or --port"
+            ) from None
 
 
 class Stack:
@@ -118,7 +134,12 @@ class Stack:
                     settings.metrics_port = 0  # one metrics port per service in one process
                 telemetry = setup_telemetry(name, processors, settings=settings)
                 app = create(settings, telemetry)
-                await app.start()
+                try:
+                    await app.start()
+                except MetricsPortError as exc:
+                    with contextlib.suppress(Exception):
+                        await app.stop()
+                    raise StartError(str(exc)) from None
                 self.apps.append(app)
                 self.telemetries.append(telemetry)
         if not self.options.gateway:
