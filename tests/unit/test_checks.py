@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rag_common.conflicts import find_conflicts
+from rag_common.conflicts import find_conflicts, names_subject
 from rag_common.messages import Evaluation, Passage
 from rag_evaluator.checks import (
     FAILING_FLAGS,
@@ -276,6 +276,29 @@ def test_conflict_counts_only_when_its_subject_is_asked_or_answered() -> None:
     assert about_storage.flags["conflicting_sources"] is False
     about_pro = evaluate("Pro is $12 [1] or $15 [2].", passages, refused=False, question="What does Pro cost?")
     assert about_pro.flags["conflicting_sources"] is True
+
+
+def test_a_conflict_subject_counts_only_as_a_whole_word() -> None:
+    passages = [passage(1, "pricing.md", PRICING_TABLE), passage(2, "sales-brochure-2025.pdf", BROCHURE)]
+    business = evaluate(
+        "Plan: Business; Price per user per month: $20; Max projects: 500 [1]",
+        passages,
+        refused=False,
+        question="How much does the Business plan cost?",
+    )
+    assert business.flags["conflicting_sources"] is False  # "projects" does not name Pro
+    assert (
+        evaluate("Pro-rated refunds are issued [1].", passages, refused=False, question="Refunds?").flags[
+            "conflicting_sources"
+        ]
+        is False
+    )
+    pro = evaluate("The Pro plan costs $12 [1].", passages, refused=False, question="What about Pro?")
+    assert pro.flags["conflicting_sources"] is True
+    assert names_subject("What does the Pro plan cost?", "pro")
+    assert names_subject("Business Plus: $30", "business plus")
+    assert not names_subject("Max projects: 500; pro-rated", "pro")
+    assert not names_subject("Business: $24", "business plus")
 
 
 # --- grounding, confidence, injection ------------------------------------------------------------

@@ -120,6 +120,19 @@ def test_conflicting_sources_are_said_in_words_with_both_citations() -> None:
     assert "pricing.md says $12 [1]" in answer and "brochure.pdf says $15 [2]" in answer
 
 
+def test_a_fact_said_again_in_other_words_is_quoted_once() -> None:
+    passages = [
+        Passage(n=1, source="brochure.pdf", text="The Business plan costs $24 per user per month."),
+        Passage(n=2, source="faq.md", text="The Business plan is $24 per user per month."),
+    ]
+
+    def scorer(question: str, sentences: Sequence[str]) -> list[float]:
+        return [0.9 for _ in sentences]  # the model reads both as the answer
+
+    answer = body(extractive_answer("How much does the Business plan cost?", passages, scorer=scorer))
+    assert answer == "The Business plan costs $24 per user per month [1][2]."  # said once, both sources cited
+
+
 def test_planted_instructions_are_never_quoted() -> None:
     text = (
         "The Pro plan costs $12 per user per month. "

@@ -67,9 +67,19 @@ class _Quantity:
     aspect: str | None  # table header ("price per user per month"); None in prose
 
 
+_NAME_WORD = re.compile(r"[\w+-]+")
+
+
 def _normalise(name: str) -> str:
     """Comparable subject key: lowercase, without filler words such as "the" or "plan"."""
-    return " ".join(w for w in re.findall(r"[\w+-]+", name.lower()) if w not in _NOISE_WORDS)
+    return " ".join(w for w in _NAME_WORD.findall(name.lower()) if w not in _NOISE_WORDS)
+
+
+def names_subject(text: str, subject: str) -> bool:
+    """Whether ``text`` names a conflict's ``subject``: each of its words as a whole word, as
+    subjects are cut ("Pro" is named by "the Pro plan", not by "Max projects" or "pro-rated")."""
+    words = set(_NAME_WORD.findall(text.lower()))
+    return all(word in words for word in subject.split())
 
 
 def _unit_class(unit: str) -> str:

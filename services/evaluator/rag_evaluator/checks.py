@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag_common.citations import CITATION, cited_numbers
-from rag_common.conflicts import Conflict, find_conflicts
+from rag_common.conflicts import Conflict, find_conflicts, names_subject
 from rag_common.injection import strip_spans
 from rag_common.messages import Evaluation, Passage
 
@@ -236,5 +236,5 @@ def relevant_conflicts(passages: Sequence[Passage], question: str | None, answer
     conflicts = find_conflicts([p.model_copy(update={"text": clean_text(p)}) for p in passages])
     if question is None:
         return conflicts
-    asked = f"{question} {answer}".lower()
-    return [c for c in conflicts if all(word in asked for word in c.subject.split())]
+    asked = f"{question} {answer}"
+    return [c for c in conflicts if names_subject(asked, c.subject)]

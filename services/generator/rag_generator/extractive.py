@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
+from rag_common.conflicts import names_subject
 from rag_common.messages import Passage
 from rag_common.quotable import (
     KIND_ITEM,
@@ -207,14 +208,16 @@ def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | N
 
 
 def _near_duplicate(a: str, b: str) -> bool:
-    """Same words (and the same numbers): quoting both would only repeat the answer."""
+    """Same words (and the same numbers): quoting both would only repeat the answer. So does ``a``
+    when every word of it that carries content is in ``b`` ("The Business plan is $24 per user per
+    month" after "The Business plan costs $24 per user per month")."""
     if normal_words(a) == normal_words(b):
         return True
     ta, tb = set(normal_words(a).split()), set(normal_words(b).split())
     numbers_a, numbers_b = {t for t in ta if t[0].isdigit()}, {t for t in tb if t[0].isdigit()}
     if numbers_a != numbers_b:
         return False
-    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb)
+    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - _STOP <= tb
 
 
 def _names(text: str) -> set[str]:
@@ -223,16 +226,22 @@ def _names(text: str) -> set[str]:
     return {w.lower() for w in words if w[0].isupper() and w.lower() not in _STOP}
 
 
-def _select(question: str, scored: Sequence[_Scored], max_sentences: int) -> list[Candidate]:
-    """The best unit, then up to ``max_sentences - 1`` others nearly as relevant and not repeats.
+def _select(
+    question: str, scored: Sequence[_Scored], max_sentences: int
+) -> tuple[list[Candidate], dict[int, list[int]]]:
+    """The best unit, then up to ``max_sentences - 1`` others nearly as relevant and not repeats;
+    and, per chosen unit (by its index), the further passages that say the same.
 
     When the question names things (and the best unit names one of them), a further unit must
     name one too: after "The Pro plan costs $12" for "How much is the Pro plan?", "The Business
     plan costs $24" is not more of the answer, however many words it shares with the question;
-    for "What uptime do Business and Enterprise get?" both plans' sentences are.
+    for "What uptime do Business and Enterprise get?" both plans' sentences are. A unit of another
+    passage that repeats a chosen one is not quoted again: its citation joins the chosen unit's
+    ("... $24 per user per month [1][3].").
     """
     best = scored[0]
     chosen = [best.candidate]
+    also: dict[int, list[int]] = {}
     names = _names(question)
     named = names if names & set(normal_words(best.candidate.text).split()) else set()
     for item in scored[1:]:
@@ -240,9 +249,13 @@ def _select(question: str, scored: Sequence[_Scored], max_sentences: int) -> lis
             break
         if named and not named & set(normal_words(item.candidate.text).split()):
             continue
-        if not any(_near_duplicate(item.candidate.text, c.text) for c in chosen):
+        n = item.candidate.n
+        same = next((i for i, c in enumerate(chosen) if _near_duplicate(item.candidate.text, c.text)), None)
+        if same is None:
             chosen.append(item.candidate)
-    return chosen
+        elif n != chosen[same].n and n not in also.get(same, ()):
+            also.setdefault(same, []).append(n)
+    return chosen, also
 
 
 # --- the answer ------------------------------------------------------------------------------
@@ -264,7 +277,8 @@ def extractive_answer(
     Relevance is the lexical overlap of the question's salient terms plus, when ``stored`` scores
     or a ``scorer`` are given, the embedding similarity (stored when every unit ranked has one,
     else the scorer's), with a small prior for the retriever's order. Further
-    sentences are added only when nearly as relevant as the best and not repeating it. When no
+    sentences are added only when nearly as relevant as the best and not repeating it (a repeat
+    from another passage adds its citation to the unit it repeats). When no
     sentence shares anything with the question, the best passage's first sentences are quoted.
     A conflict whose subject the question or the quoted sentences name is said in words, with a
     citation for each side. ``excluded`` character ranges (per passage ``n``) are never quoted.
@@ -277,26 +291,29 @@ def extractive_answer(
 
     scored = _score(question, candidates, scorer, max_scored, stored)
     if scored[0].relevance > 0:
-        chosen = _select(question, scored, max_sentences)
+        chosen, also = _select(question, scored, max_sentences)
     else:
+        also = {}
         first = min(c.rank for c in candidates)
         chosen = [c for c in candidates if c.rank == first][: min(2, max_sentences)]
 
     notes = _conflict_sentences(question, chosen, passages, conflicts, excluded or {})
-    blocks = [_cited(c) for c in chosen]
+    blocks = [_cited(c, also.get(i, ())) for i, c in enumerate(chosen)]
     kinds = [c.kind for c in chosen]
     blocks[1:1] = notes
     kinds[1:1] = [KIND_SENTENCE] * len(notes)
     return f"{EXTRACTIVE_PREFIX}\n{_layout(blocks, kinds)}"
 
 
-def _cited(candidate: Candidate) -> str:
-    """The unit with its citation before the closing punctuation: "... per month [1]."."""
+def _cited(candidate: Candidate, also: Sequence[int] = ()) -> str:
+    """The unit with its citations before the closing punctuation: "... per month [1]." (and
+    "[1][3]" when passage 3 says the same)."""
     text = candidate.text
+    cites = "".join(f"[{n}]" for n in (candidate.n, *also))
     closing = re.search(r"[.!?:][\"'”’)\]]*$", text)
     if closing:
-        return f"{text[: closing.start()].rstrip()} [{candidate.n}]{closing.group()}"
-    return f"{text} [{candidate.n}]"
+        return f"{text[: closing.start()].rstrip()} {cites}{closing.group()}"
+    return f"{text} {cites}"
 
 
 def _layout(blocks: Sequence[str], kinds: Sequence[str]) -> str:
@@ -314,12 +331,11 @@ def _conflict_sentences(
     excluded: Mapping[int, Sequence[tuple[int, int]]],
 ) -> list[str]:
     """One sentence per relevant conflict, naming each source's value with its citation."""
-    asked = f"{question} {' '.join(c.text for c in chosen)}".lower()
+    asked = f"{question} {' '.join(c.text for c in chosen)}"
     chosen_ns = [c.n for c in chosen]
     sentences = []
     for conflict in conflicts:
-        words = conflict.subject.lower().split()
-        if not words or not all(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", asked) for w in words):
+        if not conflict.subject.split() or not names_subject(asked, conflict.subject.lower()):
             continue
         claims = []
         for source, values in conflict.values.items():
