@@ -86,3 +86,21 @@ async def test_a_service_metrics_port_in_use_is_named_with_its_setting(
         with pytest.raises(StartError, match=f"router.*127.0.0.1:{port}.*RAG_ROUTER_METRICS_PORT"):
             async with Stack(options):
                 pass
+
+
+async def test_a_missing_model_folder_is_named_with_its_setting_and_how_to_make_it(
+    tmp_path: Path, nats_server: LocalNatsServer
+) -> None:
+    """``make run`` with ``RAG_MODEL_DIR`` pointing nowhere: one error saying what is missing and
+    the command that assembles the folder, not a traceback through the service's start-up."""
+    options = StackOptions(
+        data_dir=tmp_path,
+        nats_url=nats_server.url,
+        services=("ingest",),
+        gateway=False,
+        metrics=False,
+        overrides={"ingest": {"model_dir": tmp_path / "no-model"}},
+    )
+    with pytest.raises(StartError, match=r"RAG_MODEL_DIR=.*no-model lacks model\.onnx.*make model"):
+        async with Stack(options):
+            pass

@@ -20,6 +20,7 @@ import uvicorn
 from faststream import FastStream
 from opentelemetry.sdk.trace import SpanProcessor
 
+from rag_common.embedding import ModelFolderError
 from rag_common.telemetry import MetricsPortError, ServiceTelemetry, setup_telemetry
 from rag_devrun.natsserver import LocalNatsServer, ensure_nats
 from rag_evaluator.app import create_app as create_evaluator
@@ -136,7 +137,7 @@ class Stack:
                 app = create(settings, telemetry)
                 try:
                     await app.start()
-                except MetricsPortError as exc:
+                except (MetricsPortError, ModelFolderError) as exc:  # a setting to change: say which
                     with contextlib.suppress(Exception):
                         await app.stop()
                     raise StartError(str(exc)) from None
