@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,9 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_devrun.natsserver import LocalNatsServer
+from rag_devrun.natsserver import LocalNatsServer, reachable
 from rag_devrun.processes import PROCESSES, free_port
 from tests.support.http import ask, upload_and_wait, wait_until_ready
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -81,3 +83,61 @@ async def test_one_process_per_service_answers_and_stops_on_sigterm(
             runner.kill()
             runner.wait()
         log.close()
+
+
+@pytest.mark.parametrize("when", ["while-starting", "when-ready"])
+async def test_ctrl_c_stops_every_process_cleanly_and_the_nats_server_the_runner_started_last(
+    tmp_path: Path, model_dir: Path, when: str
+) -> None:
+    """``make run-processes`` with no NATS running, then Ctrl-C: the terminal sends SIGINT to the
+    whole foreground process group, the workers and the nats-server the runner started included.
+    Pressed while the processes start, the runner does not take their stopping for a crash; pressed
+    once ready, the server outlives the services' drain. Either way: exit 0, no traceback in any
+    log, nothing the runner started left running."""
+    port = free_port()
+    nats_url = f"nats://127.0.0.1:{free_port()}"  # nothing there: the runner starts its own
+    env = {**os.environ, "NATS_URL": nats_url, "RAG_MODEL_DIR": str(model_dir)}
+    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
+        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
+    command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path)]
+    runner_log = tmp_path / "devrun.log"
+    with runner_log.open("wb") as log:
+        runner = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is polled below
+            # its own process group, as a shell gives a foreground job; Ctrl-C signals that group
+            [sys.executable, *command],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            if when == "while-starting":
+                await eventually(
+                    lambda: asyncio.to_thread(workers, runner.pid),
+                    lambda found: len(found) == len(PROCESSES),
+                    timeout_s=60,
+                    what="every worker process started",
+                )
+            else:
+                await eventually(
+                    lambda: asyncio.to_thread(runner_log.read_text),
+                    lambda text: "ready:" in text,
+                    timeout_s=180,
+                    what="the runner ready",
+                )
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+                    assert (await ask(client, "Hello!"))["answer"]
+            children = workers(runner.pid)
+            os.killpg(runner.pid, signal.SIGINT)
+            assert runner.wait(timeout=60) == 0, runner_log.read_text()[-3000:]
+            assert not [name for name, pid in children.items() if running(pid)]
+            assert not await reachable(nats_url), "the nats-server the runner started is still running"
+        finally:
+            if runner.poll() is None:
+                os.killpg(runner.pid, signal.SIGKILL)
+                runner.wait()
+    logs = {path.name: path.read_text() for path in [runner_log, *(tmp_path / "logs").glob("*.log")]}
+    assert sorted(logs) == sorted(["devrun.log", *(f"{name}.log" for name in PROCESSES)])
+    broken = {name: text[-2000:] for name, text in logs.items() if "Traceback" in text or "Connection broken" in text}
+    assert not broken, broken
+    assert logs["devrun.log"].splitlines()[-1].endswith("stopped"), logs["devrun.log"][-1000:]

@@ -13,12 +13,14 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
 from rag_common.runner import configure_logging, load_settings
-from rag_devrun.corpus import load_corpus
+from rag_devrun.corpus import LoadResult, load_corpus
 from rag_devrun.natsserver import ensure_nats
 from rag_devrun.processes import Cluster
 from rag_devrun.settings import DevRunSettings
@@ -27,9 +29,10 @@ from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.devrun")
 READY_TIMEOUT_S = 180.0  # every process loads its settings and the embedding model on a slow machine
+T = TypeVar("T")
 
 
-async def load_sample(base_url: str, corpus: str, settings: DevRunSettings) -> None:
+async def load_sample(base_url: str, corpus: str, settings: DevRunSettings) -> LoadResult:
     """Upload the sample corpus through the HTTP API and wait until it is indexed."""
     admin_key = settings.admin_key.get_secret_value()
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
@@ -47,6 +50,7 @@ async def load_sample(base_url: str, corpus: str, settings: DevRunSettings) -> N
             len(result.failed),
             result.seconds,
         )
+        return result
 
 
 def say_ready(base_url: str, settings: DevRunSettings) -> None:
@@ -75,6 +79,23 @@ async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
         await stack.wait(stop)
 
 
+async def unless_stopped(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T | None:
+    """``work``'s result, or None when ``stop`` is set first (Ctrl-C or SIGTERM while the processes
+    start or the corpus loads): the runner then stops the processes without waiting any longer."""
+    task = asyncio.ensure_future(work)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if stop.is_set():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+    return task.result()
+
+
 async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> None:
     """The same system as one process per service (``rag_devrun.processes``), until Ctrl-C or SIGTERM."""
     data_dir = Path(args.data_dir)  # absolute: the processes share it
@@ -82,17 +103,18 @@ async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> 
     nats_url, nats_server = await ensure_nats(url, data_dir / "nats")
     if nats_server:
         log.info("no NATS at %s: started nats-server at %s", url, nats_url)
-    cluster = Cluster(data_dir, nats_url, args.port, host=args.host, metrics=True)
+    cluster = Cluster(data_dir, nats_url, args.port, host=args.host, metrics=True, own_sessions=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
         cluster.start_all()
-        seconds = await cluster.wait_ready(READY_TIMEOUT_S)
+        if (seconds := await unless_stopped(cluster.wait_ready(READY_TIMEOUT_S), stop)) is None:
+            return
         log.info("%d processes ready in %.1fs (logs in %s)", len(cluster.procs), seconds, cluster.logs)
-        if args.corpus:
-            await load_sample(cluster.base_url, args.corpus, settings)
+        if args.corpus and await unless_stopped(load_sample(cluster.base_url, args.corpus, settings), stop) is None:
+            return
         say_ready(cluster.base_url, settings)
         while not stop.is_set():
             if died := cluster.exited():

@@ -74,9 +74,10 @@ def _listening_url(ports_file: Path) -> str | None:
 class LocalNatsServer:
     """A nats-server child process with JetStream, bound to 127.0.0.1; stop() ends it."""
 
-    def __init__(self, store_dir: Path, port: int = -1) -> None:
+    def __init__(self, store_dir: Path, port: int = -1, *, own_session: bool = False) -> None:
         self.store_dir = store_dir.resolve()
         self.port = port
+        self.own_session = own_session
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
 
@@ -94,7 +95,9 @@ class LocalNatsServer:
             f'jetstream {{\n  store_dir: "{self.store_dir}"\n  sync_interval: always\n}}\n'
         )
         log = open(run_dir / "nats.log", "ab")
-        self.process = subprocess.Popen([nats_server_binary(), "-c", str(config)], stdout=log, stderr=log)
+        self.process = subprocess.Popen(
+            [nats_server_binary(), "-c", str(config)], stdout=log, stderr=log, start_new_session=self.own_session
+        )
         ports_file = run_dir / f"nats-server_{self.process.pid}.ports"
         deadline = time.monotonic() + timeout
         # Readiness is the ports file the server writes once it listens, polled with a deadline;
@@ -125,7 +128,10 @@ async def ensure_nats(url: str, store_dir: Path) -> tuple[str, LocalNatsServer |
     if await reachable(url):
         return url, None
     port = int(url.rsplit(":", 1)[-1]) if url.rsplit(":", 1)[-1].isdigit() else 4222
-    server = LocalNatsServer(store_dir, port=port)
+    # The dev runner's server, in a session of its own: Ctrl-C in a terminal signals the whole
+    # foreground process group, and a server stopped with the services would cut them off
+    # mid-drain; the runner stops it after them.
+    server = LocalNatsServer(store_dir, port=port, own_session=True)
     started = await asyncio.to_thread(server.start)
     os.environ["NATS_URL"] = started
     return started, server

@@ -50,8 +50,12 @@ class Cluster:
         host: str = "127.0.0.1",
         metrics: bool = False,
         env: Mapping[str, str] | None = None,
+        own_sessions: bool = False,
     ) -> None:
+        """``own_sessions``: each process in a session of its own, so a terminal's Ctrl-C reaches
+        only the caller, which stops them with SIGTERM (each drains); the dev runner's choice."""
         self.data_dir, self.nats_url, self.port, self.host, self.metrics = data_dir, nats_url, port, host, metrics
+        self.own_sessions = own_sessions
         self.extra_env = dict(env or {})
         self.logs = data_dir / "logs"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -71,7 +75,9 @@ class Cluster:
         if not self.metrics:
             command.append("--no-metrics")
         with (self.logs / f"{name}.log").open("ab") as log:
-            self.procs[name] = subprocess.Popen(command, env=self.env(), stdout=log, stderr=log)
+            self.procs[name] = subprocess.Popen(
+                command, env=self.env(), stdout=log, stderr=log, start_new_session=self.own_sessions
+            )
 
     def start_all(self) -> None:
         for name in PROCESSES:
