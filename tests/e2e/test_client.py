@@ -78,3 +78,17 @@ async def test_async_upload_folder_and_list(system: System, tmp_path: Path) -> N
     assert {k: v.status for k, v in statuses.items()} == {"glossary.txt": "indexed", "team/roster.md": "indexed"}
     assert sorted(d.source for d in listed) == ["glossary.txt", "team/roster.md"]
     assert "client-folder" in names
+
+
+async def test_a_streamed_question_refused_before_it_is_queued_keeps_its_http_status(system: System) -> None:
+    """A stream the gateway refuses before queuing the question (here a session of another
+    collection: 409, as ``POST /v1/query`` says) says that status in its ``error`` event, so the
+    client (and ``rag ask``, which streams) report 409, not a made-up 500."""
+    session = f"client-{uuid.uuid4().hex[:8]}"
+    async with AsyncRagClient(system.base_url) as rag:
+        await rag.ask("What is the API rate limit per token?", session_id=session)
+        with pytest.raises(RagError) as refused:
+            async for _ in rag.stream("And how much does it cost?", session_id=session, collection="other-team"):
+                pass
+    assert (refused.value.status, refused.value.code) == (409, "session_collection_mismatch")
+    assert refused.value.request_id

@@ -236,12 +236,21 @@ async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> R
     return Response(encoded, media_type="application/json")
 
 
+def stream_error(status: int, code: str, message: str, rid: str, request: Request) -> dict[str, Any]:
+    """A stream's ``error`` event: the HTTP status the same failure gets from ``POST /v1/query``
+    (the stream itself is already 200), its code and message, and the request ids."""
+    return {"status": status, "code": code, "message": message, "request_id": rid, **client_label(request)}
+
+
 @router.post(
     "/query/stream",
     response_class=EventSourceResponse,
     responses={
         **errors(422),
-        200: {"description": "`token` events (`{text}`), then one `done` (the Answer) or `error` (`{code, message}`)"},
+        200: {
+            "description": "`token` events (`{text}`), then one `done` (the Answer) or `error` "
+            "(`{status, code, message, request_id}`)"
+        },
     },
 )
 async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDep) -> AsyncIterator[ServerSentEvent]:
@@ -251,8 +260,7 @@ async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDe
     try:
         pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True)
     except ApiError as exc:
-        error: dict[str, Any] = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
-        yield ServerSentEvent(event="error", data=error)
+        yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
         return
     deadline = time.monotonic() + gateway.settings.query_timeout_s
     try:
@@ -260,14 +268,12 @@ async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDe
             try:
                 event = await next_event(gateway, pending, deadline)
             except ApiError as exc:
-                error = {"code": exc.code, "message": exc.message, "request_id": rid, **client_label(request)}
-                yield ServerSentEvent(event="error", data=error)
+                yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
                 return
             if isinstance(event, AnswerDelta):
                 yield ServerSentEvent(event="token", data={"text": event.text})
             elif isinstance(event, AnswerError):
-                error = {"code": event.code, "message": event.message, "request_id": rid, "status": event.status}
-                error.update(client_label(request))
+                error = stream_error(event.status, event.code, event.message, rid, request)
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
