@@ -8,6 +8,7 @@ through the API, as an operator would.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ import httpx
 import openai
 import pytest
 
+from rag_client.cli import main as rag_main
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import parse_sse, upload, wait_for_status
@@ -393,3 +395,22 @@ async def test_openai_api_lists_and_answers_only_what_the_key_may_read(auth_syst
             await stranger.models.list()
     body = refused.value.body
     assert isinstance(body, dict) and body["type"] == "authentication_error" and "message" in body
+
+
+async def test_rag_eval_sends_the_api_key_it_is_given(
+    auth_system: AuthSystem, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rag --api-key KEY eval ...`` (README: ``--api-key`` or ``RAG_API_KEY`` for every command)
+    runs the harness against a gateway with authentication on: it uploads and asks with that key."""
+    key = (await create_key(auth_system, {"eval-keyed": ["read", "write"]}))["key"]
+    dataset = tmp_path / "keyed"
+    (dataset / "corpus").mkdir(parents=True)
+    (dataset / "corpus" / "gamma.md").write_text("# Gamma\n\nThe gamma depot opens at 07:15 on Saturdays.\n")
+    item = {"id": "k1", "question": "When does the gamma depot open on Saturdays?", "expected_keywords": ["07:15"]}
+    (dataset / "questions.jsonl").write_text(json.dumps(item) + "\n")
+    argv = ["--url", auth_system.base_url, "--api-key", key, "eval", "--dataset", str(dataset)]
+    argv += ["--collection", "eval-keyed", "--report-dir", str(tmp_path / "reports"), "--no-progress"]
+    code = await asyncio.to_thread(rag_main, argv)
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err
+    assert "keyed: 1 questions" in out.out

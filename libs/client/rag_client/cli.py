@@ -220,6 +220,8 @@ def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
     harness_args = list(args.harness_args)
     if url_given and "--url" not in harness_args:
         harness_args += ["--url", url_given]
+    if args.api_key and "--api-key" not in harness_args:  # $RAG_API_KEY the harness reads itself
+        harness_args += ["--api-key", args.api_key]
     return harness_main(harness_args)
 
 

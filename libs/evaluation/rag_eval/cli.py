@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--dataset", type=Path, required=True, help="folder with corpus/ and questions.jsonl")
     parser.add_argument("--url", help=f"a running deployment (default: {DEFAULT_URL} if it answers, else in-process)")
+    parser.add_argument(
+        "--api-key", default=os.environ.get("RAG_API_KEY"), help="sent as a bearer token (default: $RAG_API_KEY)"
+    )
     parser.add_argument("--collection", help="collection to ingest into and query (default: eval-<dataset name>)")
     parser.add_argument("--concurrency", type=int, default=4, help="questions in flight at once (default 4)")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per question (default 90)")
@@ -55,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = EvalOptions(
             dataset=args.dataset,
             url=args.url,
+            api_key=args.api_key,
             collection=args.collection,
             concurrency=args.concurrency,
             timeout_s=args.timeout,

@@ -12,6 +12,7 @@ class EvalOptions:
 
     dataset: Path
     url: str | None = None  # None: http://127.0.0.1:8000 if it answers, else an in-process system
+    api_key: str | None = None  # sent as a bearer token, for a gateway with authentication on
     collection: str | None = None  # None: eval-<dataset name>
     concurrency: int = 4
     timeout_s: float = 90.0  # per question; above the gateway's own 60 s so its 504 arrives first

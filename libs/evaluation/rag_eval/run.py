@@ -66,7 +66,8 @@ async def evaluate(base_url: str, dataset: Dataset, options: EvalOptions) -> Eva
     collection = options.collection or collection_for(dataset.name)
     started_at, started = datetime.now(UTC), time.perf_counter()
     limits = httpx.Limits(max_connections=options.concurrency + 2, max_keepalive_connections=options.concurrency + 2)
-    async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
+    headers = {"Authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+    async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits, headers=headers) as client:
         ingest = await _ingest(client, dataset, collection, options)
         total = len(dataset.questions)
         with tqdm(total=total, desc="questions", unit="q", file=sys.stderr, disable=not options.progress) as bar:
