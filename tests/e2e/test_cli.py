@@ -143,3 +143,22 @@ def test_rag_script_is_installed() -> None:
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0
     assert all(command in result.stdout for command in ("ingest", "ask", "chat", "docs", "eval"))
+
+
+async def test_ingest_names_a_file_the_gateway_refuses_and_uploads_the_others(
+    system: System, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One empty file in a folder (the gateway refuses it: 422) is named with the reason; the
+    other files are still uploaded and indexed, and the exit status says something failed."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a-empty.md").write_bytes(b"")
+    (folder / "b-lime.md").write_text("# Lime\n\nLime trees need eight hours of sun a day.\n")
+    code, out = await rag(capsys, "--url", system.base_url, "ingest", str(folder), "--collection", "cli-refused")
+    said = " ".join(out.split())  # the console wraps long lines
+    assert code == 1, out
+    assert "rejected: a-empty.md: 422 empty_file: the uploaded file is empty" in said
+    assert "cli-refused: 1 uploaded (1 indexed, 0 failed), 1 rejected, 0 unchanged, 0 deleted" in said
+    async with httpx.AsyncClient(base_url=system.base_url) as http:
+        records = (await http.get("/v1/documents", params={"collection": "cli-refused"})).json()["documents"]
+    assert {r["source"]: r["status"] for r in records} == {"b-lime.md": "indexed"}

@@ -22,6 +22,9 @@ from rag_common.http_api import Answer
 from rag_common.messages import DocumentStatus
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# what the gateway answers about the file itself (bad name, empty, too large, unsupported type):
+# that file is named and skipped, the others are still uploaded
+FILE_REFUSED = frozenset({400, 413, 415, 422})
 CHAT_EXIT = {"/quit", "/exit", "/q"}
 MAX_CHAT_TURNS = 1000
 
@@ -176,13 +179,19 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
         disable=args.no_progress,
     )
     accepted: dict[str, str] = {}
+    rejected: dict[str, RagError] = {}
     finals: dict[str, DocumentStatus] = {}
     with progress:
         sending = progress.add_task("uploading", total=len(plan.upload) + len(plan.delete))
         for source in plan.upload:
-            accepted[source] = client.upload(
-                files[source], collection=args.collection, name=source, wait=False
-            ).document_id
+            try:
+                accepted[source] = client.upload(
+                    files[source], collection=args.collection, name=source, wait=False
+                ).document_id
+            except RagError as exc:
+                if exc.status not in FILE_REFUSED:
+                    raise
+                rejected[source] = exc
             progress.advance(sending)
         for record in plan.delete:
             client.delete(record.document_id)
@@ -202,16 +211,19 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
                         )
                         return EXIT_FAILED
                     time.sleep(0.2)
+    for source, refusal in rejected.items():
+        console.print(f"rejected: {source}: {refusal}", style="red", markup=False)
     failed = {s: r for s, r in finals.items() if r.status == "failed"}
     for source, record in failed.items():
         console.print(f"failed: {source}: {record.error}", style="red", markup=False)
     indexed = sum(1 for r in finals.values() if r.status == "indexed")
     console.print(
-        f"{args.collection}: {len(plan.upload)} uploaded ({indexed} indexed, {len(failed)} failed), "
-        f"{len(plan.unchanged)} unchanged, {len(plan.delete)} deleted",
+        f"{args.collection}: {len(accepted)} uploaded ({indexed} indexed, {len(failed)} failed), "
+        + (f"{len(rejected)} rejected, " if rejected else "")
+        + f"{len(plan.unchanged)} unchanged, {len(plan.delete)} deleted",
         highlight=False,
     )
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_FAILED if failed or rejected else EXIT_OK
 
 
 def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
