@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,20 @@ def workers(parent: int) -> dict[str, int]:
         if ppid == parent and "rag_devrun.worker" in command:
             found[command[command.index("rag_devrun.worker") + 1]] = int(entry.name)
     return found
+
+
+def workers_of(nats_url: str) -> list[int]:
+    """Running worker processes (whoever their parent now is) started with this ``NATS_URL``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"rag_devrun.worker" in command and f"NATS_URL={nats_url}".encode() in environment:
+            found.append(int(entry.name))
+    return [pid for pid in found if running(pid)]
 
 
 def running(pid: int) -> bool:
@@ -141,3 +156,30 @@ async def test_ctrl_c_stops_every_process_cleanly_and_the_nats_server_the_runner
     broken = {name: text[-2000:] for name, text in logs.items() if "Traceback" in text or "Connection broken" in text}
     assert not broken, broken
     assert logs["devrun.log"].splitlines()[-1].endswith("stopped"), logs["devrun.log"][-1000:]
+
+
+async def test_a_process_that_cannot_start_is_named_with_its_reason_and_nothing_is_left_running(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """``make run-processes`` on a taken gateway port: the runner says which process could not
+    start and why (the gateway's own message: the port and the setting that moves it), exits 1
+    without a traceback, and stops the other processes and the nats-server it started."""
+    nats_url = f"nats://127.0.0.1:{free_port()}"  # nothing there: the runner starts its own
+    env = {**os.environ, "NATS_URL": nats_url, "RAG_MODEL_DIR": str(model_dir)}
+    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
+        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path)]
+        result = await asyncio.to_thread(
+            subprocess.run, [sys.executable, *command], env=env, capture_output=True, text=True, timeout=240
+        )
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert "Traceback" not in said, said
+    assert f"gateway: the gateway could not listen on 127.0.0.1:{port}" in said, said
+    assert "RAG_GATEWAY_PORT or --port" in said
+    assert not await reachable(nats_url), "the nats-server the runner started is still running"
+    assert not workers_of(nats_url), "worker processes are still running"

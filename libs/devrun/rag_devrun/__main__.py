@@ -110,8 +110,11 @@ async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> 
         loop.add_signal_handler(sig, stop.set)
     try:
         cluster.start_all()
-        if (seconds := await unless_stopped(cluster.wait_ready(READY_TIMEOUT_S), stop)) is None:
-            return
+        try:
+            if (seconds := await unless_stopped(cluster.wait_ready(READY_TIMEOUT_S), stop)) is None:
+                return
+        except RuntimeError as exc:  # a process that ended, named with its reason: no traceback
+            raise StartError(str(exc)) from None
         log.info("%d processes ready in %.1fs (logs in %s)", len(cluster.procs), seconds, cluster.logs)
         if args.corpus and await unless_stopped(load_sample(cluster.base_url, args.corpus, settings), stop) is None:
             return

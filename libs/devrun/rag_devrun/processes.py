@@ -29,6 +29,9 @@ PROCESSES: dict[str, tuple[str, ...]] = {
     "evaluator": ("evaluator",),
     "gateway": (),
 }
+# the log line of a worker that could not start (a port in use, no model folder): what follows
+# it is the reason, which the runner repeats instead of a bare exit code
+START_FAILED = "could not start: "
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -108,12 +111,23 @@ class Cluster:
                 proc.wait()
         self.procs.clear()
 
+    def why_ended(self, name: str) -> str:
+        """What a process that could not start said about it (its ``START_FAILED`` log line)."""
+        try:
+            lines = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return next((line.split(START_FAILED, 1)[1] for line in reversed(lines) if START_FAILED in line), "")
+
     async def wait_ready(self, timeout_s: float) -> float:
         """Seconds until the gateway says every service is ready; raises if a process died or time ran out."""
         started = time.monotonic()
         async with httpx.AsyncClient(base_url=self.base_url) as client:
             while time.monotonic() - started < timeout_s:
                 if died := self.exited():
+                    reasons = [f"{name}: {why}" for name in died if (why := self.why_ended(name))]
+                    if reasons:
+                        raise RuntimeError("; ".join(reasons))
                     raise RuntimeError(f"process ended during start-up: {died} (logs in {self.logs})")
                 with contextlib.suppress(httpx.HTTPError, ValueError):
                     response = await client.get("/readyz", timeout=5)

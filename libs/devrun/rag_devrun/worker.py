@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
+import sys
 
 from rag_common.runner import configure_logging, load_settings
-from rag_devrun.processes import PROCESSES
+from rag_devrun.processes import PROCESSES, START_FAILED
 from rag_devrun.settings import DevRunSettings
-from rag_devrun.stack import Stack, StackOptions
+from rag_devrun.stack import Stack, StackOptions, StartError
 
 
 async def run(name: str, host: str, port: int, metrics: bool, settings: DevRunSettings) -> None:
@@ -43,7 +45,11 @@ def main() -> None:
     parser.add_argument("--no-metrics", action="store_true", help="no per-service /metrics ports")
     args = parser.parse_args()
     configure_logging(settings.log_level)
-    asyncio.run(run(args.name, args.host, args.port, not args.no_metrics, settings))
+    try:
+        asyncio.run(run(args.name, args.host, args.port, not args.no_metrics, settings))
+    except StartError as exc:  # one line the runner repeats (Cluster.wait_ready), no traceback
+        logging.getLogger("rag.devrun").error("%s%s", START_FAILED, exc)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
