@@ -92,3 +92,19 @@ async def test_a_streamed_question_refused_before_it_is_queued_keeps_its_http_st
                 pass
     assert (refused.value.status, refused.value.code) == (409, "session_collection_mismatch")
     assert refused.value.request_id
+
+
+async def test_upload_folder_names_the_file_the_gateway_refuses(system: System, tmp_path: Path) -> None:
+    """A folder holding an empty file: the error says which file (422 empty_file), sync and async."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a-notes.md").write_text("# Notes\n\nThe quarry gate closes at 16:45.\n")
+    (folder / "b-empty.md").write_bytes(b"")
+    with pytest.raises(RagError) as refused:
+        await asyncio.to_thread(RagClient(system.base_url).upload_folder, folder, collection="folder-refused")
+    assert (refused.value.status, refused.value.code) == (422, "empty_file")
+    assert str(refused.value) == "422 empty_file: b-empty.md: the uploaded file is empty"
+    async with AsyncRagClient(system.base_url) as rag:
+        with pytest.raises(RagError) as refused_async:
+            await rag.upload_folder(folder, collection="folder-refused")
+    assert str(refused_async.value) == "422 empty_file: b-empty.md: the uploaded file is empty"

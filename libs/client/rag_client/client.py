@@ -51,6 +51,10 @@ class RagError(Exception):
     def retryable(self) -> bool:
         return self.status in RETRY_STATUSES
 
+    def about(self, source: str) -> RagError:
+        """The same error, its message naming the file it is about (a folder upload)."""
+        return RagError(self.status, self.code, f"{source}: {self.message}", self.request_id, self.retry_after)
+
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
     """``Retry-After`` as seconds: a number of seconds or an HTTP date."""
@@ -298,15 +302,15 @@ class RagClient(_Base):
         self, folder: str | Path, *, collection: str = "default", wait: bool = True, timeout_s: float = 600.0
     ) -> dict[str, DocumentStatus]:
         """Upload every supported file under ``folder`` (its relative path is its source name)."""
-        root = Path(folder)
-        accepted = {
-            rel: DocumentAccepted.model_validate(
-                self._send(
+        accepted: dict[str, DocumentAccepted] = {}
+        for rel, path in local_files(Path(folder)).items():
+            try:
+                response = self._send(
                     "POST", "/v1/documents", files={"file": (rel, path.read_bytes())}, data={"collection": collection}
-                ).json()
-            )
-            for rel, path in local_files(root).items()
-        }
+                )
+            except RagError as exc:
+                raise exc.about(rel) from None
+            accepted[rel] = DocumentAccepted.model_validate(response.json())
         if not wait:
             return {rel: self.document(a.document_id) for rel, a in accepted.items()}
         deadline = time.monotonic() + timeout_s
@@ -452,9 +456,12 @@ class AsyncRagClient(_Base):
     ) -> dict[str, DocumentStatus]:
         accepted: dict[str, DocumentAccepted] = {}
         for rel, path in local_files(Path(folder)).items():
-            response = await self._send(
-                "POST", "/v1/documents", files={"file": (rel, path.read_bytes())}, data={"collection": collection}
-            )
+            try:
+                response = await self._send(
+                    "POST", "/v1/documents", files={"file": (rel, path.read_bytes())}, data={"collection": collection}
+                )
+            except RagError as exc:
+                raise exc.about(rel) from None
             accepted[rel] = DocumentAccepted.model_validate(response.json())
         if not wait:
             return {rel: await self.document(a.document_id) for rel, a in accepted.items()}
