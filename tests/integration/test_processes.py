@@ -183,3 +183,37 @@ async def test_a_process_that_cannot_start_is_named_with_its_reason_and_nothing_
     assert "RAG_GATEWAY_PORT or --port" in said
     assert not await reachable(nats_url), "the nats-server the runner started is still running"
     assert not workers_of(nats_url), "worker processes are still running"
+
+
+async def test_a_process_that_dies_stops_the_others_and_the_runner_exits_1(
+    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
+) -> None:
+    """A worker killed while the system serves (an out-of-memory kill): the runner names it, stops
+    the other processes and exits 1, so whatever supervises ``make run-processes`` sees a failure."""
+    port = free_port()
+    env = {**os.environ, "NATS_URL": nats_server.url, "RAG_MODEL_DIR": str(model_dir)}
+    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
+        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
+    command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path)]
+    runner_log = tmp_path / "devrun.log"
+    with runner_log.open("wb") as log:
+        runner = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is polled below
+            [sys.executable, *command], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            await eventually(
+                lambda: asyncio.to_thread(runner_log.read_text),
+                lambda text: "ready:" in text,
+                timeout_s=180,
+                what="the runner ready",
+            )
+            children = workers(runner.pid)
+            os.kill(children["router"], signal.SIGKILL)
+            assert runner.wait(timeout=60) == 1, runner_log.read_text()[-3000:]
+            assert not [name for name, pid in children.items() if running(pid)]
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    said = runner_log.read_text()
+    assert "process ended: {'router': -9}" in said and "Traceback" not in said, said[-2000:]

@@ -79,6 +79,10 @@ async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
         await stack.wait(stop)
 
 
+class ProcessEnded(RuntimeError):
+    """A process of ``--processes`` ended on its own: the others are stopped and the runner exits 1."""
+
+
 async def unless_stopped(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T | None:
     """``work``'s result, or None when ``stop`` is set first (Ctrl-C or SIGTERM while the processes
     start or the corpus loads): the runner then stops the processes without waiting any longer."""
@@ -121,8 +125,7 @@ async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> 
         say_ready(cluster.base_url, settings)
         while not stop.is_set():
             if died := cluster.exited():
-                log.error("process ended: %s (logs in %s); stopping the others", died, cluster.logs)
-                break
+                raise ProcessEnded(f"process ended: {died} (logs in {cluster.logs}); the others are stopped")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
     finally:
@@ -146,7 +149,7 @@ if __name__ == "__main__":
     arguments.data_dir = str(Path(arguments.data_dir).resolve())
     try:
         asyncio.run((main_processes if arguments.processes else main)(arguments, defaults))
-    except StartError as exc:  # what to change, without a traceback; everything started is stopped
+    except (StartError, ProcessEnded) as exc:  # said without a traceback; everything started is stopped
         log.error("%s", exc)
         sys.exit(1)
     log.info("stopped")
