@@ -145,3 +145,56 @@ async def test_a_delete_removes_chunks_record_and_bytes_but_spares_a_newer_uploa
         with pytest.raises(Exception):  # noqa: B017  (the object store's "not found" differs in memory and on NATS)
             await ingestor.objects.get(name)
     assert ingestor.store.document_state(COLLECTION, document_id).chunks == 0
+
+
+class StallingObjects:
+    """An object store whose first ``stalls`` reads never end (as nats-py's read does when its
+    consumer never delivers a chunk); later reads are the real store's."""
+
+    def __init__(self, objects: Any, stalls: int) -> None:
+        self.objects, self.stalls, self.reads = objects, stalls, 0
+
+    async def put(self, name: str, data: bytes, meta: Any = None) -> Any:
+        return await self.objects.put(name, data)
+
+    async def get(self, name: str) -> Any:
+        self.reads += 1
+        if self.reads <= self.stalls:
+            await asyncio.Event().wait()
+        return await self.objects.get(name)
+
+    async def delete(self, name: str) -> Any:
+        return await self.objects.delete(name)
+
+
+async def test_a_read_of_the_uploaded_bytes_that_never_ends_is_retried_and_the_document_indexed(
+    mode: BrokerMode, model_dir: Path, tmp_path: Path
+) -> None:
+    if not mode.real:
+        pytest.skip("the retry is JetStream's redelivery of the nacked message: a real server")
+    ingestor, broker = await make_ingestor(mode, model_dir, tmp_path)
+    ingestor.settings.object_read_timeout_s = 0.2
+    async with mode.broker(broker) as br:
+        await attach_buckets(ingestor, br, mode)
+        stalling = StallingObjects(ingestor.objects, stalls=1)
+        ingestor.objects = stalling
+        document_id = await upload(ingestor, br, CONTENT, "r1")
+        indexed = await final_status(ingestor.status, document_id)
+    assert indexed.status == "indexed" and indexed.chunks >= 1
+    assert stalling.reads == 2  # the stalled read gave up, the message came back, the second read worked
+
+
+async def test_a_stalled_read_gives_up_naming_the_object(model_dir: Path, tmp_path: Path) -> None:
+    settings = IngestSettings(
+        metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "q", object_read_timeout_s=0.05
+    )
+    ingestor = Ingestor(settings, setup_telemetry("ingest"))
+    memory = MemoryObjectStore()
+    await memory.put("o1", CONTENT)
+    ingestor.objects = StallingObjects(memory, stalls=1)
+    request = IngestRequested(
+        request_id="r1", document_id="d1", source=SOURCE, object_name="o1", content_hash="", size=len(CONTENT)
+    )
+    with pytest.raises(TimeoutError, match="reading o1 took over 0 s"):
+        await asyncio.wait_for(ingestor._read_upload(request), 10)
+    assert await ingestor._read_upload(request) == CONTENT

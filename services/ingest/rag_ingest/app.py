@@ -64,6 +64,19 @@ class Ingestor:
         self._locks: dict[str, asyncio.Lock] = {}
         self._indexing = 0  # documents being indexed right now
 
+    async def _read_upload(self, request: IngestRequested) -> bytes:
+        """The upload's bytes, within ``object_read_timeout_s`` plus a second per MiB: nats-py's
+        object read waits forever for a chunk its consumer never delivers, and a read that never
+        ends would hold the document's lock until the process restarts. A read that times out is
+        a failure like any other: the message is retried with backoff, then dead-lettered."""
+        timeout = self.settings.object_read_timeout_s + request.size / 2**20
+        try:
+            obj = await asyncio.wait_for(self.objects.get(request.object_name), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"reading {request.object_name} took over {timeout:.0f} s") from None
+        data: bytes = obj.data
+        return data
+
     async def ingest(self, request: IngestRequested) -> None:
         """Index the version a message names, if it is still the accepted one.
 
@@ -92,8 +105,7 @@ class Ingestor:
             self.documents.labels(state).inc()
             log.info("document %s already indexed (%s): %s", request.document_id, request.source, state)
             return
-        obj = await self.objects.get(request.object_name)
-        data: bytes = obj.data
+        data = await self._read_upload(request)
         if content_hash(data) != request.content_hash:  # written by an older version
             raise PermanentError("content_mismatch", f"stored bytes of {request.source} are not the uploaded ones", 409)
         self._indexing += 1

@@ -54,6 +54,12 @@ class IngestSettings(StoreSettings):
     max_chunks_per_document: int = Field(
         2000, ge=1, le=100_000, description="a document cut into more chunks fails (status failed, too_many_chunks)"
     )
+    object_read_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="reading an upload's bytes from the object store may take this long, plus a second per "
+        "MiB; longer counts as a failure to retry (nats-py's read waits forever for a chunk that never comes)",
+    )
     concurrency: int = Field(2, ge=1, le=64, description="documents one replica indexes at once")
     drain_timeout_s: float = Field(
         50.0,
