@@ -167,11 +167,11 @@ class StallingObjects:
         return await self.objects.delete(name)
 
 
+# The retry is JetStream's redelivery of the nacked message: a real server only.
+@pytest.mark.parametrize("mode", [pytest.param("real", marks=pytest.mark.integration)], indirect=True)
 async def test_a_read_of_the_uploaded_bytes_that_never_ends_is_retried_and_the_document_indexed(
     mode: BrokerMode, model_dir: Path, tmp_path: Path
 ) -> None:
-    if not mode.real:
-        pytest.skip("the retry is JetStream's redelivery of the nacked message: a real server")
     ingestor, broker = await make_ingestor(mode, model_dir, tmp_path)
     ingestor.settings.object_read_timeout_s = 0.2
     async with mode.broker(broker) as br:
