@@ -100,6 +100,26 @@ async def test_one_process_per_service_answers_and_stops_on_sigterm(
         log.close()
 
 
+async def said_ready(runner_log: Path) -> None:
+    """The runner's log says "ready:" (every process up, the gateway answering)."""
+    await eventually(
+        lambda: asyncio.to_thread(runner_log.read_text),
+        lambda text: "ready:" in text,
+        timeout_s=180,
+        what="the runner ready",
+    )
+
+
+def run_processes(nats_url: str, model_dir: Path, port: int, data_dir: Path) -> tuple[list[str], dict[str, str]]:
+    """The arguments and environment of ``make run-processes`` for a test: no sample corpus and no
+    metrics ports (several systems may run at once)."""
+    env = {**os.environ, "NATS_URL": nats_url, "RAG_MODEL_DIR": str(model_dir)}
+    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
+        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
+    command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(data_dir)]
+    return command, env
+
+
 @pytest.mark.parametrize("when", ["while-starting", "when-ready"])
 async def test_ctrl_c_stops_every_process_cleanly_and_the_nats_server_the_runner_started_last(
     tmp_path: Path, model_dir: Path, when: str
@@ -111,10 +131,7 @@ async def test_ctrl_c_stops_every_process_cleanly_and_the_nats_server_the_runner
     log, nothing the runner started left running."""
     port = free_port()
     nats_url = f"nats://127.0.0.1:{free_port()}"  # nothing there: the runner starts its own
-    env = {**os.environ, "NATS_URL": nats_url, "RAG_MODEL_DIR": str(model_dir)}
-    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
-        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
-    command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path)]
+    command, env = run_processes(nats_url, model_dir, port, tmp_path)
     runner_log = tmp_path / "devrun.log"
     with runner_log.open("wb") as log:
         runner = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is polled below
@@ -134,12 +151,7 @@ async def test_ctrl_c_stops_every_process_cleanly_and_the_nats_server_the_runner
                     what="every worker process started",
                 )
             else:
-                await eventually(
-                    lambda: asyncio.to_thread(runner_log.read_text),
-                    lambda text: "ready:" in text,
-                    timeout_s=180,
-                    what="the runner ready",
-                )
+                await said_ready(runner_log)
                 async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
                     assert (await ask(client, "Hello!"))["answer"]
             children = workers(runner.pid)
@@ -191,22 +203,14 @@ async def test_a_process_that_dies_stops_the_others_and_the_runner_exits_1(
     """A worker killed while the system serves (an out-of-memory kill): the runner names it, stops
     the other processes and exits 1, so whatever supervises ``make run-processes`` sees a failure."""
     port = free_port()
-    env = {**os.environ, "NATS_URL": nats_server.url, "RAG_MODEL_DIR": str(model_dir)}
-    for name in ("ingest", "retriever", "router", "generator", "evaluator"):
-        env[f"RAG_{name.upper()}_METRICS_PORT"] = "0"
-    command = ["-m", "rag_devrun", "--processes", "--port", str(port), "--corpus", "", "--data-dir", str(tmp_path)]
+    command, env = run_processes(nats_server.url, model_dir, port, tmp_path)
     runner_log = tmp_path / "devrun.log"
     with runner_log.open("wb") as log:
         runner = subprocess.Popen(  # noqa: ASYNC220 - returns at once; readiness is polled below
             [sys.executable, *command], env=env, stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            await eventually(
-                lambda: asyncio.to_thread(runner_log.read_text),
-                lambda text: "ready:" in text,
-                timeout_s=180,
-                what="the runner ready",
-            )
+            await said_ready(runner_log)
             children = workers(runner.pid)
             os.kill(children["router"], signal.SIGKILL)
             assert runner.wait(timeout=60) == 1, runner_log.read_text()[-3000:]
