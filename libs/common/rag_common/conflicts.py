@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Protocol
 
 
@@ -78,8 +79,14 @@ def _normalise(name: str) -> str:
 def names_subject(text: str, subject: str) -> bool:
     """Whether ``text`` names a conflict's ``subject``: each of its words as a whole word, as
     subjects are cut ("Pro" is named by "the Pro plan", not by "Max projects" or "pro-rated")."""
-    words = set(_NAME_WORD.findall(text.lower()))
+    words = _name_words(text)
     return all(word in words for word in subject.split())
+
+
+@lru_cache(maxsize=64)
+def _name_words(text: str) -> frozenset[str]:
+    """``text``'s words, once per text: one answer is checked against each of its conflicts."""
+    return frozenset(_NAME_WORD.findall(text.lower()))
 
 
 def _unit_class(unit: str) -> str:

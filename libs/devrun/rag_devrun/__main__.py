@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -24,7 +23,7 @@ from rag_devrun.corpus import LoadResult, load_corpus
 from rag_devrun.natsserver import ensure_nats
 from rag_devrun.processes import Cluster
 from rag_devrun.settings import DevRunSettings
-from rag_devrun.stack import Stack, StackOptions, StartError
+from rag_devrun.stack import Stack, StackOptions, StartError, stop_on_signals
 from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.devrun")
@@ -67,10 +66,7 @@ async def main(args: argparse.Namespace, settings: DevRunSettings) -> None:
     """Every service and the gateway in this process, until Ctrl-C or SIGTERM: then the gateway
     stops taking requests and the services drain and close (``Stack.__aexit__``)."""
     options = StackOptions(data_dir=Path(args.data_dir), host=args.host, port=args.port)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     async with Stack(options) as stack:
         log.info("gateway on %s (NATS %s)", stack.base_url, stack.nats_url)
         if args.corpus:
@@ -108,10 +104,7 @@ async def main_processes(args: argparse.Namespace, settings: DevRunSettings) -> 
     if nats_server:
         log.info("no NATS at %s: started nats-server at %s", url, nats_url)
     cluster = Cluster(data_dir, nats_url, args.port, host=args.host, metrics=True, own_sessions=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     try:
         cluster.start_all()
         try:

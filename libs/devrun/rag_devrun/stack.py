@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +54,16 @@ class StackOptions:
     services: Sequence[str] = ("ingest", "router", "retriever", "generator", "evaluator")  # which to start
     replicas: dict[str, int] = field(default_factory=dict)  # e.g. {"retriever": 2}; default 1 each
     gateway: bool = True
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event that Ctrl-C (SIGINT) or SIGTERM sets: how a runner or worker is told to stop and
+    drain, instead of the signal ending the process (call from the running event loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
 
 
 class StartError(RuntimeError):

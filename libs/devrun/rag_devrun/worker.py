@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 
 from rag_common.runner import configure_logging, load_settings
 from rag_devrun.processes import PROCESSES, START_FAILED
 from rag_devrun.settings import DevRunSettings
-from rag_devrun.stack import Stack, StackOptions, StartError
+from rag_devrun.stack import Stack, StackOptions, StartError, stop_on_signals
 
 
 async def run(name: str, host: str, port: int, metrics: bool, settings: DevRunSettings) -> None:
@@ -28,10 +27,7 @@ async def run(name: str, host: str, port: int, metrics: bool, settings: DevRunSe
         services=services,
         gateway=not services,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     async with Stack(options) as stack:
         await stack.wait(stop)
 
