@@ -1,11 +1,15 @@
-"""What the system says in its own words, per collection: the refusal and the greetings.
+"""What the system says in its own words, per collection: its profile (name, refusal, greetings, ...).
 
 A support bot wants "I don't have information on that; contact support@example.com", an internal
 wiki "Nothing in the handbook covers that". The texts live in one JSON file named by
 ``RAG_COLLECTIONS_FILE``, read by the router (greetings) and the generator (refusals)::
 
-    {"support": {"refusal": "I don't have information on that; contact support@example.com.",
-                 "greeting": "Hi! Ask me about Orbitly's plans, billing and setup."}}
+    {"support": {"assistant_name": "Orbitly Help",
+                 "refusal": "I don't have information on that; contact support@example.com.",
+                 "greeting": "Hi! Ask me about Orbitly's plans, billing and setup.",
+                 "blocked": "I can only answer questions about Orbitly.",
+                 "support_contact": "support@example.com",
+                 "terminology": {"workspace": ["organisation", "org"]}}}
 
 Collections not in the file, and texts a collection leaves out, use the defaults below.
 """
@@ -21,16 +25,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 DEFAULT_REFUSAL = "I don't have that in the documents."
 DEFAULT_GREETING = "Hello! Ask me anything about your documents and I will answer with citations."
 DEFAULT_THANKS = "You're welcome! Anything else I can look up in your documents?"
+DEFAULT_ASSISTANT_NAME = "Document assistant"
+DEFAULT_BLOCKED = "I can't help with that request; ask me about the documents instead."
 
 
 class CollectionTexts(BaseModel):
-    """The texts of one collection; each at most a short paragraph."""
+    """The profile of one collection: the assistant's name, its canned texts (each at most a short
+    paragraph), a support contact, and a terminology catalogue (preferred term -> rival terms that
+    an answer should not use)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    assistant_name: str = Field(DEFAULT_ASSISTANT_NAME, min_length=1, max_length=80)
     refusal: str = Field(DEFAULT_REFUSAL, min_length=1, max_length=500)
     greeting: str = Field(DEFAULT_GREETING, min_length=1, max_length=500)
     thanks: str = Field(DEFAULT_THANKS, min_length=1, max_length=500)
+    blocked: str = Field(DEFAULT_BLOCKED, min_length=1, max_length=500)
+    support_contact: str | None = Field(None, min_length=1, max_length=200)
+    terminology: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class CollectionTextsError(ValueError):
