@@ -45,7 +45,7 @@ async def test_page_loads_with_collections_and_documents(page: Page, system: Sys
     assert requested and all(url.startswith(system.base_url) for url in requested), requested  # nothing from outside
 
 
-async def test_streamed_answer_with_sources_and_route(page: Page, system: System, artifacts: Path) -> None:
+async def test_streamed_answer_with_sources_and_route(page: Page, system: System) -> None:
     await page.goto(f"{system.base_url}/")
     await page.evaluate(COUNT_STREAMED_UPDATES)
     await ask(page, "What is the API rate limit per token?")
@@ -59,7 +59,6 @@ async def test_streamed_answer_with_sources_and_route(page: Page, system: System
     await expect(turn.locator(".route")).to_contain_text("Route: ")
     await expect(turn.locator(".timings")).to_contain_text("total")
     await expect(page.locator("#answer-live")).to_contain_text("600")
-    await save_screenshot(page, "page.png", artifacts)
 
     await citation.click()
     dialog = page.get_by_role("dialog")
@@ -167,6 +166,14 @@ NO_HORIZONTAL_SCROLL = "document.documentElement.scrollWidth <= window.innerWidt
 PRO_PLAN = "How much does the Pro plan cost per user per month?"
 
 
+async def assert_fits(page: Page) -> None:
+    """No sideways scroll, and the file input stays inside its column."""
+    widths = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert await page.evaluate(NO_HORIZONTAL_SCROLL), widths
+    files, aside = await page.locator("#files").bounding_box(), await page.locator("aside").bounding_box()
+    assert files and aside and files["x"] + files["width"] <= aside["x"] + aside["width"] + 0.5, (files, aside)
+
+
 @pytest.mark.parametrize("width", [390, 1280])
 async def test_answer_sources_and_raised_flags_fit_the_width(
     page: Page, system: System, artifacts: Path, width: int
@@ -176,14 +183,11 @@ async def test_answer_sources_and_raised_flags_fit_the_width(
     await page.set_viewport_size({"width": width, "height": 900})
     await page.goto(f"{system.base_url}/")
     await expect(page.locator("#documents li").first).to_be_visible()
+    await assert_fits(page)
     await ask(page, PRO_PLAN)
     turn = page.locator(".turn").last
     await expect(turn.locator(".sources button.citation").first).to_be_visible()
-    assert await page.evaluate(NO_HORIZONTAL_SCROLL), await page.evaluate(
-        "[document.documentElement.scrollWidth, window.innerWidth]"
-    )
-    files, aside = await page.locator("#files").bounding_box(), await page.locator("aside").bounding_box()
-    assert files and aside and files["x"] + files["width"] <= aside["x"] + aside["width"] + 0.5, (files, aside)
+    await assert_fits(page)
 
     answer, sources = await turn.locator(".answer").bounding_box(), await turn.locator(".sources").bounding_box()
     assert answer and sources and answer["y"] + answer["height"] <= sources["y"], (answer, sources)
@@ -197,8 +201,7 @@ async def test_answer_sources_and_raised_flags_fit_the_width(
     shown = await turn.evaluate("(t) => t.innerText")
     for developer_words in ("refused", "citation_invalid", ": no", "{", "Route:", "total"):
         assert developer_words not in shown, (developer_words, shown)
-    if width == 390:
-        await save_screenshot(page, "page-phone.png", artifacts)
+    await save_screenshot(page, "page-phone.png" if width == 390 else "page.png", artifacts)
 
 
 async def test_details_toggle_shows_route_scores_timings_and_trace(page: Page, system: System) -> None:

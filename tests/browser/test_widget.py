@@ -122,7 +122,7 @@ async def test_a_site_the_gateway_does_not_allow_is_told_how_to_fix_it(page: Pag
         async with serve_host_page(refused, system.base_url) as site:
             await page.goto(site)
             widget = page.locator("rag-chat")
-            await widget.get_by_role("button", name="Open chat").click()
+            await widget.locator("button[aria-controls]").click()  # the launcher
             panel = widget.get_by_role("dialog")
             await panel.get_by_label("Your question").fill("What is the API rate limit per token?")
             await panel.get_by_label("Your question").press("Enter")
@@ -140,7 +140,7 @@ async def test_a_gateway_that_is_down_is_named_as_such(page: Page, partner_site:
     await page.route("**/v1/query/stream", lambda route: route.abort("connectionrefused"))
     await page.route("**/healthz", lambda route: route.abort("connectionrefused"))
     widget = page.locator("rag-chat")
-    await widget.get_by_role("button", name="Open chat").click()
+    await widget.locator("button[aria-controls]").click()  # the launcher
     panel = widget.get_by_role("dialog")
     await panel.get_by_label("Your question").fill("Anyone there?")
     await panel.get_by_label("Your question").press("Enter")
