@@ -78,13 +78,13 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 )
 
 
-# The word a short wh-question turns on: "Who is the CEO", "How many employees", "What discount
-# do...", "Who founded...", "Where is X headquartered?". If no passage holds it, nothing answers.
+# The word a short wh-question turns on: "Who is the CEO", "How many employees", "Who founded...",
+# "Where is X headquartered?", and whom "What discount do students get?" asks about. If no passage
+# holds it, nothing answers. Not "Which plants...": the answer names plants without saying "plant".
 _HEAD_RULES = (
     re.compile(r"^who (?:is|are|was|were) (?:the |a |an )?([a-z][\w-]*)"),
     re.compile(r"^who (?!is\b|are\b|was\b|were\b|do\b|does\b|did\b|can\b|should\b)([a-z][\w-]*)"),
     re.compile(r"^how (?:many|much) (?!do\b|does\b|did\b|is\b|are\b|can\b|will\b)([a-z][\w-]*)"),
-    re.compile(r"^(?:what|which) ([a-z][\w-]*) (?:do|does|did|is|are|was|were|can|will)\b"),
     # "Where is Orbitly Labs headquartered?": a place asked by the word for where it is.
     re.compile(r"^where (?:is|are|was|were) [\w\s-]+? (headquartered|located|based|registered|incorporated)\??$"),
     # "What discount do students get": the discount is asked for the students.
