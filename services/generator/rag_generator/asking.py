@@ -62,7 +62,7 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     ),
     (AnswerType.DATE, re.compile(r"^when\b|\b(what|which) (date|day|year|month|time)\b|\bdeadline\b")),
     (AnswerType.ENTITY, re.compile(r"^who\b|\b(which|what) (company|companies|person|team|vendor|provider)\b")),
-    (AnswerType.VALUE, re.compile(rf"\b(what|which)\b.*\b({_VALUE_NOUNS})s?\b")),
+    (AnswerType.VALUE, re.compile(rf"^where\b|\b(what|which)\b.*\b({_VALUE_NOUNS})s?\b")),
     (
         AnswerType.LIST,
         re.compile(r"\b(what|which) (are|were) (the|some|all)\b|\b(list|name) (all|the)\b|\bwhat kinds?\b"),
