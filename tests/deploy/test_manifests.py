@@ -443,3 +443,18 @@ def test_dashboards_are_valid_json_with_unique_panel_ids() -> None:
         ids = [p["id"] for p in dashboard["panels"]]
         assert len(ids) == len(set(ids)), path.name
         assert all(t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])), path.name
+
+
+def test_infrastructure_panels_name_the_source_they_need() -> None:
+    """The infrastructure dashboard's panels stay empty without the NATS exporter, a Qdrant server
+    or the collector: each row and panel says which, beside it."""
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "rag-infrastructure.json").read_text())
+    needs = {"nats": "prometheus-nats-exporter", "qdrant": "Qdrant server", "otelcol": "OpenTelemetry Collector"}
+    rows = [p for p in dashboard["panels"] if p["type"] == "row"]
+    assert all("needs" in row["title"] for row in rows), [row["title"] for row in rows]
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    assert len(panels) == 8
+    for panel in panels:
+        exprs = " ".join(t["expr"] for t in panel["targets"])
+        source = "nats" if "gnatsd" in exprs else "otelcol" if "otelcol" in exprs else "qdrant"
+        assert panel["description"].startswith("Needs ") and needs[source] in panel["description"], panel["title"]
