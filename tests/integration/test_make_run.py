@@ -36,7 +36,8 @@ async def test_make_run_with_the_data_folder_outside_the_repository_reaches_read
     corpus.mkdir()
     (corpus / "otters.md").write_text("# Otters\n\nThe otter pool is cleaned every Tuesday.\n")
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in MODEL_SETTINGS}
+    # under `make test` the outer make's flags would reach this one: not wanted here
+    env = {k: v for k, v in os.environ.items() if k not in (*MODEL_SETTINGS, "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env |= {
         "RAG_DATA_DIR": str(data_dir),
         "RAG_SAMPLE_CORPUS": str(corpus),
@@ -77,3 +78,26 @@ async def test_make_run_with_the_data_folder_outside_the_repository_reaches_read
     text = log_path.read_text(errors="replace")
     assert "Traceback" not in text, text[-3000:]
     assert "make model" not in text, text[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("setting", "flag"),
+    [("RAG_MODEL_DIR", ""), ("RAG_RETRIEVER_RERANKER_MODEL_DIR", "--reranker "), ("RAG_SECOND_MODEL_DIR", "--second ")],
+)
+def test_make_model_fills_the_folder_each_setting_names(tmp_path: Path, setting: str, flag: str) -> None:
+    """Each model folder's own setting moves it alone; the others stay under RAG_DATA_DIR."""
+    env = {k: v for k, v in os.environ.items() if k not in (*MODEL_SETTINGS, "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env |= {"RAG_DATA_DIR": str(tmp_path / "data"), setting: str(tmp_path / "elsewhere")}
+    planned = subprocess.run(
+        ["make", "--no-print-directory", "-n", "model", "STAMP=", "PY=python", "PIP=pip"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assemblies = [line for line in planned.splitlines() if "assemble_model.py" in line]
+    assert f"python scripts/assemble_model.py {flag}{tmp_path / 'elsewhere'}" in assemblies
+    assert len(assemblies) == 3
+    assert all(str(tmp_path / "data" / "models") in line for line in assemblies if "elsewhere" not in line)
