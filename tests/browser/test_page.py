@@ -306,7 +306,7 @@ def sse(event: str, data: dict[str, object]) -> str:
 
 async def test_markdown_answers_render_as_lists_code_and_tables_without_raw_html(page: Page, system: System) -> None:
     """What a model writes is shown as Markdown; HTML in it stays text and never runs."""
-    done = {
+    done: dict[str, object] = {
         "answer": STREAMED_MARKDOWN,
         "citations": [
             {"n": 1, "source": "guide.md", "section": "Keys", "page": None, "score": 1.0, "text": "Open Settings."}
