@@ -64,15 +64,6 @@ class ServiceSettings(BaseSettings):
     )
     trace_console: bool = Field(False, validation_alias=_env("RAG_TRACE_CONSOLE"), description="print spans")
     concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
-    query_consumer: Literal["lean", "faststream"] = Field(
-        "lean",
-        validation_alias=_env("RAG_QUERY_CONSUMER"),
-        description=(
-            "how the query stages consume and publish: lean (nats-py pull consumer and publishes, one span per hop) "
-            "or faststream (FastStream subscriber and middlewares, as ingest; FastStream's in-memory test broker "
-            "knows only this one)"
-        ),
-    )
     max_replicas: int = Field(
         10,
         ge=1,
