@@ -18,7 +18,7 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install browser model run run-processes test test-unit test-int lint eval bench chaos clean
+.PHONY: help install browser model run run-processes test test-unit test-int test-cluster lint eval bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -85,8 +85,8 @@ eval: install model ## run DATASET (default samples/orbitly) through the system;
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
-chaos: install model ## kill each service and nats-server with load in flight (<= 5 min, loopback); writes reports/chaos.json
-	timeout 330 $(PY) -m benchmarks.chaos $(CHAOS_ARGS)
+chaos: install model ## kill each service and nats-server with load in flight (<= 5 min, loopback; CLUSTER=3: a 3-node NATS cluster, leader killed, rolling restart); writes reports/chaos.json
+	timeout 330 $(PY) -m benchmarks.chaos $(if $(CLUSTER),--cluster $(CLUSTER)) $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests benchmarks

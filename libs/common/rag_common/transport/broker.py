@@ -36,7 +36,7 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
 
     layout = JetStreamLayout((subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM), declare_streams)
     broker = RagBroker(
-        settings.nats_url,
+        settings.nats_servers,
         publish_timeout_s=settings.publish_timeout_s,
         middlewares=[
             RagTelemetryMiddleware(tracer_provider=telemetry.tracer_provider),
@@ -97,7 +97,7 @@ class RagBroker(NatsBroker):
 def nats_security(settings: ServiceSettings) -> NatsSecurity | None:
     """User and password (``NATS_USER``/``NATS_PASSWORD``) and TLS (``tls://`` or a CA file), if set."""
     context = None
-    if settings.nats_tls_ca_file or settings.nats_url.startswith("tls://"):
+    if settings.nats_tls_ca_file or any(s.startswith("tls://") for s in settings.nats_servers):
         ca = str(settings.nats_tls_ca_file) if settings.nats_tls_ca_file else None
         context = ssl.create_default_context(cafile=ca)
         if settings.nats_tls_cert_file and settings.nats_tls_key_file:
