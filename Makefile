@@ -71,13 +71,16 @@ run-processes: install model ## make run with one process per service (store, ro
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy libs services gateway tests benchmarks
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not cluster"
 
 test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
 	$(PY) -m pytest -m "(unit or component) and not integration"
 
 test-int: install model ## integration and end-to-end tests: a real nats-server, the whole system through HTTP
-	$(PY) -m pytest -m "integration or e2e"
+	$(PY) -m pytest -m "(integration or e2e) and not cluster"
+
+test-cluster: install model ## a three-node NATS cluster: stream leader killed, rolling restart, under load (~2 min)
+	$(PY) -m pytest -m cluster
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
 	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)

@@ -238,7 +238,7 @@ class NatsCluster:
         last: Exception | None = None
         while time.monotonic() < deadline:
             try:
-                nc = await nats.connect(self.url, connect_timeout=2, max_reconnect_attempts=1)
+                nc = await nats.connect(nats_servers(self.url), connect_timeout=2, max_reconnect_attempts=1)
             except Exception as exc:
                 last = exc
                 await asyncio.sleep(0.2)
@@ -257,7 +257,7 @@ class NatsCluster:
 
     async def stream_leader(self, stream: str) -> str:
         """The server name of ``stream``'s leader, from the JetStream API's stream info."""
-        nc = await nats.connect(self.url, connect_timeout=2)
+        nc = await nats.connect(nats_servers(self.url), connect_timeout=2)
         try:
             info = await nc.jetstream(timeout=5).stream_info(stream)
         finally:
@@ -274,7 +274,7 @@ class NatsCluster:
         behind: list[str] = []
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                nc = await nats.connect(self.url, connect_timeout=2, max_reconnect_attempts=1)
+                nc = await nats.connect(nats_servers(self.url), connect_timeout=2, max_reconnect_attempts=1)
                 try:
                     streams = await nc.jetstream(timeout=5).streams_info()
                 finally:
