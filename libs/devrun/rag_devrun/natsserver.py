@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nats
+from nats.aio.client import Client
 from nats.js.api import StorageType, StreamConfig
 
 from rag_common.settings import nats_servers
@@ -182,6 +183,10 @@ async def ensure_nats(url: str, store_dir: Path) -> tuple[str, LocalNatsServer |
     return started, server
 
 
+async def _quiet(_: Exception) -> None:
+    """nats-py's error callback: a member that is down is expected here, not worth a traceback."""
+
+
 def _free_ports(count: int) -> list[int]:
     """``count`` different ports free on 127.0.0.1 now (held open together, so none repeats)."""
     with contextlib.ExitStack() as stack:
@@ -211,6 +216,10 @@ class NatsCluster:
         ]
         self.url = ",".join(f"nats://127.0.0.1:{port}" for port in client)
 
+    async def _connect(self) -> Client:
+        """A connection to whichever member answers (one try each: a member may be down)."""
+        return await nats.connect(nats_servers(self.url), connect_timeout=2, max_reconnect_attempts=1, error_cb=_quiet)
+
     def node(self, server_name: str) -> LocalNatsServer:
         return next(node for node in self.nodes if node.server_name == server_name)
 
@@ -238,7 +247,7 @@ class NatsCluster:
         last: Exception | None = None
         while time.monotonic() < deadline:
             try:
-                nc = await nats.connect(nats_servers(self.url), connect_timeout=2, max_reconnect_attempts=1)
+                nc = await self._connect()
             except Exception as exc:
                 last = exc
                 await asyncio.sleep(0.2)
@@ -257,7 +266,7 @@ class NatsCluster:
 
     async def stream_leader(self, stream: str) -> str:
         """The server name of ``stream``'s leader, from the JetStream API's stream info."""
-        nc = await nats.connect(nats_servers(self.url), connect_timeout=2)
+        nc = await self._connect()
         try:
             info = await nc.jetstream(timeout=5).stream_info(stream)
         finally:
@@ -274,7 +283,7 @@ class NatsCluster:
         behind: list[str] = []
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
-                nc = await nats.connect(nats_servers(self.url), connect_timeout=2, max_reconnect_attempts=1)
+                nc = await self._connect()
                 try:
                     streams = await nc.jetstream(timeout=5).streams_info()
                 finally:
