@@ -35,7 +35,7 @@ from benchmarks.hop_floor import hop_floors
 from benchmarks.report import WHOLE, Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.settings import ServiceSettings, StoreSettings
+from rag_common.settings import StoreSettings
 from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
@@ -419,15 +419,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "git_commit": git_commit(ROOT),
         "args": {"runs": args.runs, "quick": args.quick, "corpus": args.corpus, "only": args.groups},
-        # lean (nats-py) or faststream: how the query stages consume (RAG_QUERY_CONSUMER)
-        "query_consumer": ServiceSettings().query_consumer,
         "bounds": asdict(bounds),
         "load_average": {"start": load_average()},
     }
-    print(
-        f"benchmarks: {meta['machine']['cores']} cores, Python {meta['machine']['python']}, {meta['git_commit']}, "
-        f"query stages consume with {meta['query_consumer']}"
-    )
+    print(f"benchmarks: {meta['machine']['cores']} cores, Python {meta['machine']['python']}, {meta['git_commit']}")
     if not (args.model_dir / "model.onnx").is_file():
         raise SystemExit(f"no embedding model at {args.model_dir}: run `make model` first")
     embedder = await asyncio.to_thread(get_embedder, args.model_dir.resolve())

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -25,9 +24,6 @@ from rag_common import subjects
 from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.broker import RagBroker, lean_broker
-from rag_common.transport.labels import consume_span
-from rag_common.transport.pulling import PullConsumer
 from rag_common.transport.recovery import ConsumerSpec, layout_of
 from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
 
@@ -53,8 +49,7 @@ FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
 
 
 class Delivery(Protocol):
-    """One JetStream message as the error policy handles it: FastStream's ``NatsMessage`` (ingest,
-    and the query stages on FastStream) and ``JetStreamDelivery`` (the lean query path) both are."""
+    """One JetStream message as the error policy handles it (FastStream's ``NatsMessage`` is one)."""
 
     @property
     def raw_message(self) -> Msg: ...
@@ -69,36 +64,6 @@ class Delivery(Protocol):
     async def reject(self) -> None: ...
 
     async def in_progress(self) -> None: ...
-
-
-class JetStreamDelivery:
-    """A nats-py JetStream message in the shape of FastStream's ``NatsMessage``; remembers how it
-    was settled (FastStream's processing status: acked, nacked, rejected) for the metrics."""
-
-    __slots__ = ("raw_message", "settled")
-
-    def __init__(self, raw_message: Msg) -> None:
-        self.raw_message = raw_message
-        self.settled = "error"
-
-    @property
-    def body(self) -> bytes:
-        return self.raw_message.data
-
-    async def ack(self) -> None:
-        await self.raw_message.ack()
-        self.settled = "acked"
-
-    async def nack(self, delay: float | None = None) -> None:
-        await self.raw_message.nak(delay=delay)
-        self.settled = "nacked"
-
-    async def reject(self) -> None:
-        await self.raw_message.term()
-        self.settled = "rejected"
-
-    async def in_progress(self) -> None:
-        await self.raw_message.in_progress()
 
 
 def _deliveries(msg: Delivery) -> int:
@@ -305,107 +270,20 @@ def register_query_stage(
     work: Callable[[Q], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
-    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client.
-
-    On a ``RagBroker`` with ``RAG_QUERY_CONSUMER=lean`` (the default) the stage consumes with
-    nats-py (``register_pull_stage``); otherwise through FastStream, as ingest does. Either way the
-    consumer, its configuration and the error policy (``process_message``) are the same.
-    """
-    lean = lean_broker(broker)
-    if lean is None:
-        register_work_queue(
-            broker,
-            settings,
-            telemetry,
-            subject=subject,
-            consumer=consumer,
-            stream=QUERY_JSTREAM,
-            area="query",
-            model=model,
-            work=work,
-            ack_wait=ack_wait or settings.stage_ack_wait_s,
-            on_failure=answer_failure_hook(broker),
-        )
-    else:
-        register_pull_stage(
-            lean,
-            settings,
-            telemetry,
-            subject=subject,
-            consumer=consumer,
-            model=model,
-            work=work,
-            ack_wait=ack_wait or settings.stage_ack_wait_s,
-        )
-
-
-def register_pull_stage(
-    broker: RagBroker,
-    settings: ServiceSettings,
-    telemetry: ServiceTelemetry,
-    *,
-    subject: str,
-    consumer: str,
-    model: type[Q],
-    work: Callable[[Q], Awaitable[None]],
-    ack_wait: float,
-) -> None:
-    """The lean query stage: a ``PullConsumer`` on the stage's durable consumer, each message
-    straight into ``process_message`` under one "<subject> process" span (child of the sender's
-    trace context) and FastStream's received-message metrics, with their label children bound once."""
-    telemetry.declare_stage(consumer)
-    spec = ConsumerSpec(
-        stream=subjects.QUERY_STREAM,
-        durable=consumer,
+    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client."""
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
         subject=subject,
-        config=consumer_config(settings, ack_wait=ack_wait),
+        consumer=consumer,
+        stream=QUERY_JSTREAM,
+        area="query",
+        model=model,
+        work=work,
+        ack_wait=ack_wait or settings.stage_ack_wait_s,
+        on_failure=answer_failure_hook(broker),
     )
-    layout = layout_of(broker)
-    metrics = broker.consume_metrics(subject)
-    tracer = telemetry.tracer
-    span_name = f"{subject} process"
-    on_failure = answer_failure_hook(broker)
-
-    async def handle(raw: Msg) -> None:
-        delivery = JetStreamDelivery(raw)
-        size = len(raw.data)
-        metrics.received.inc()
-        metrics.size.observe(size)
-        metrics.in_process.inc()
-        started = time.perf_counter()
-        try:
-            with consume_span(tracer, span_name, raw):
-                await process_message(
-                    delivery,
-                    model,
-                    work,
-                    broker=broker,
-                    telemetry=telemetry,
-                    stage=consumer,
-                    area="query",
-                    max_deliver=settings.max_deliver,
-                    on_failure=on_failure,
-                    heartbeat_s=ack_wait / 3,
-                )
-        except Exception as exc:
-            metrics.exception(exc)
-            raise
-        finally:
-            metrics.duration.observe(time.perf_counter() - started)
-            metrics.in_process.dec()
-            metrics.status[delivery.settled].inc()
-
-    pull = PullConsumer(
-        stream=spec.stream,
-        durable=consumer,
-        config=spec.full_config(),
-        handle=handle,
-        concurrency=settings.concurrency,
-    )
-    broker.add_pull_consumer(pull)
-    if layout is not None:
-        layout.add_consumer(spec)
-        layout.add_restore_hook(pull.reset)
 
 
 async def _dead_letter(msg: Delivery, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int) -> None:
