@@ -321,8 +321,8 @@ def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) 
 
     With the arena onnxruntime keeps the largest batch's buffers for the life of the process:
     160 passages of 256 tokens left 580 MB resident with it and 410 MB without, at the same speed
-    (docs/FAULTS.md, point 11). fastembed exposes no session options, so the session is rebuilt
-    with the same model file and graph optimisation (``cpu_session``, which also applies
+    (docs/FAULTS.md, "Store memory after a hostile batch"). fastembed exposes no session options,
+    so the session is rebuilt with the same model file and graph optimisation (``cpu_session``, which also applies
     ``RAG_ONNX_SPINNING``).
     """
     inner = embedding.model  # fastembed's OnnxTextEmbedding; its .model is the InferenceSession
@@ -333,7 +333,7 @@ def onnx_spinning() -> bool:
     """``RAG_ONNX_SPINNING`` (default on): whether idle onnxruntime threads spin after each run.
 
     Spinning answers a single question fastest; sleeping leaves the core to nats-server and the
-    other stages, which a busy system turns into throughput (docs/BENCHMARKS.md, ninth session:
+    other stages, which a busy system turns into throughput (docs/decisions/0009-onnx-threads-spin-by-default.md:
     off, c1 answer p50 +2 to +7 ms, c8 +15 %, process CPU per question over NATS 9-12 -> 4-7 ms).
     """
     value = os.environ.get("RAG_ONNX_SPINNING", "true").strip().lower()

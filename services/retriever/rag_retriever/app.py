@@ -114,7 +114,7 @@ class Retriever:
         return known
 
     def calibration(self, collection: str) -> Calibration:
-        """The collection's threshold, measured again when its size changed by a tenth or more."""
+        """The collection's threshold, measured again when its size changed by 10 % or more."""
         floor = self.settings.min_similarity
         if not self.settings.calibrate:
             return Calibration(threshold=floor, noise_p90=0.0, noise_max=0.0, probes=0)
