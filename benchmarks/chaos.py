@@ -189,6 +189,11 @@ async def check_documents(client: httpx.AsyncClient, tally: Tally, timeout_s: fl
     return {"lost": lost, "mislabelled": mislabelled}
 
 
+def crash(nats: LocalNatsServer) -> int:
+    """Kill nats-server with SIGKILL (no graceful shutdown), as the README and docs/FAULTS.md say."""
+    return nats.kill()
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rag-chaos-"))
@@ -223,7 +228,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 await asyncio.sleep(args.settle_s)
                 if target == "nats-server":
-                    nats.stop()
+                    crash(nats)
                     await asyncio.sleep(1.0)
                     nats.start()
                 else:
