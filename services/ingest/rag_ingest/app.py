@@ -26,7 +26,7 @@ from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_buckets
+from rag_common.transport.buckets import open_buckets, open_document_index
 from rag_common.transport.consuming import PermanentError, register_work_queue
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import INGEST_JSTREAM
@@ -196,7 +196,11 @@ class Ingestor:
         await self._drop_object(object_name(collection, document_id, version))
 
     async def sweep_orphans(self) -> list[str]:
-        """Delete stored bytes no status record names (``rag_ingest.reconcile``)."""
+        """Bring the listing index in line with the status records (``rag_common.docindex``), then
+        delete stored bytes no status record names (``rag_ingest.reconcile``)."""
+        added, removed = await self.status.repair_index()
+        if added or removed:
+            log.info("document index repaired: %d documents added, %d removed", added, removed)
         return await remove_orphans(self.objects, self.status, grace_s=self.settings.orphan_grace_s)
 
 
@@ -265,7 +269,7 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
 
     async def connected() -> None:
         objects, kv = await open_buckets(broker, settings)
-        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+        ingestor.objects, ingestor.status = objects, StatusStore(kv, await open_document_index(broker, settings))
         sweeping.append(asyncio.create_task(sweep_forever()))
 
     app = create_service(broker, settings, telemetry, load=load, connected=connected)
