@@ -93,3 +93,23 @@ async def test_listing_one_collection_does_not_read_the_history_of_another(
         )
         assert chat.status_code == 404  # every document of "big" is gone
         assert counting.gets <= 1, f"{counting.gets} status records read for listings of 1-2 documents"
+
+
+async def test_the_sweep_builds_the_index_from_records_written_before_it(nats_server: LocalNatsServer) -> None:
+    """The first start after an upgrade: records, no index. Ingest's sweep adds them, and drops a
+    key whose record is gone."""
+    connection = await nats.connect(nats_server.url)
+    try:
+        js = connection.jetstream()
+        kv = await js.create_key_value(bucket=subjects.DOC_STATUS_BUCKET)
+        index = DocumentIndex(js, await js.create_key_value(bucket=subjects.DOC_INDEX_BUCKET))
+        old = await accept(StatusStore(kv), "kept", "old.md")  # written by a release without the index
+        await index.add("gone", "no-such-record")
+        store = StatusStore(kv, index)
+        assert await store.list("kept") == []
+        assert await store.repair_index() == (1, 1)
+        assert [r.document_id for r in await store.list("kept")] == [old]
+        assert await store.collection_counts() == {"kept": 1}
+        assert await store.collection_names() == {"kept"}
+    finally:
+        await connection.close()
