@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from rag_eval.stats import median
 SIZES = (10, 100, 1_000, 10_000)
 HISTORY = 800
 OTHER_COLLECTIONS = 10
-BATCH = 200
+BATCH = 50
 
 Record = Callable[[str, float, str, str, dict[str, Any] | None], None]
 
@@ -42,6 +42,17 @@ async def _write(store: StatusStore, index: DocumentIndex, collection: str, sour
     await store.kv.put(document_id, record.model_dump_json().encode())
     await index.add(collection, document_id)
     return document_id
+
+
+async def _written(batch: Callable[[], Awaitable[object]], attempts: int = 5) -> None:
+    """Write one batch, again if it stalls (every write is a put: repeating one changes nothing)."""
+    for _ in range(attempts - 1):
+        try:
+            await asyncio.wait_for(batch(), 60)
+            return
+        except TimeoutError:
+            print("  a batch of writes stalled for 60 s: writing it again", flush=True)
+    await asyncio.wait_for(batch(), 60)
 
 
 async def _p50_ms(client: httpx.AsyncClient, path: str, count: int, seconds: float, **params: str) -> float:
@@ -79,8 +90,10 @@ async def run(
                 for size in sizes:
                     while written < size:
                         batch = range(written, min(size, written + BATCH))
-                        await asyncio.gather(
-                            *(_write(store, index, f"other-{i % OTHER_COLLECTIONS}", f"d{i}.md") for i in batch)
+                        await _written(
+                            lambda b=batch: asyncio.gather(  # type: ignore[misc]
+                                *(_write(store, index, f"other-{i % OTHER_COLLECTIONS}", f"d{i}.md") for i in b)
+                            )
                         )
                         written = batch.stop
                     figures["documents"][size] = await _p50_ms(
