@@ -42,6 +42,18 @@ class ServiceSettings(BaseSettings):
     data_dir: Path = Field(Path("data"), validation_alias=_env("RAG_DATA_DIR"))
     js_replicas: int = Field(1, ge=1, le=5, validation_alias=_env("RAG_JS_REPLICAS"))
     max_deliver: int = Field(3, ge=1, le=20, validation_alias=_env("RAG_MAX_DELIVER"))
+    dlq_max_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        validation_alias=_env("RAG_DLQ_MAX_BYTES"),
+        description="the dead-letter stream (RAG_DLQ) keeps at most this many bytes; the oldest letters go first",
+    )
+    dlq_max_age_s: float = Field(
+        14 * 24 * 3600.0,
+        gt=0,
+        validation_alias=_env("RAG_DLQ_MAX_AGE_S"),
+        description="a dead letter is kept this long",
+    )
     query_timeout_s: float = Field(
         60.0,
         gt=0,

@@ -167,6 +167,16 @@ class LocalNatsServer:
                 self.process.wait()
         self.process = None
 
+    def kill(self) -> int:
+        """End the server with SIGKILL, as a crash or an OOM kill would: no shutdown, no flush
+        beyond what ``sync_interval: always`` already wrote. Returns the exit status (``-9``)."""
+        if self.process is None:
+            raise RuntimeError("nats-server is not running")
+        self.process.kill()
+        status = self.process.wait()
+        self.process = None
+        return status
+
 
 async def ensure_nats(url: str, store_dir: Path) -> tuple[str, LocalNatsServer | None]:
     """Use ``url`` if a JetStream server answers there, else start one on 127.0.0.1 (port from url)."""
