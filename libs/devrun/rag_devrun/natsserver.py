@@ -150,13 +150,6 @@ class LocalNatsServer:
     def server_name(self) -> str:
         return self.cluster.server_name if self.cluster else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as a crashed machine or an out-of-memory kill would end it."""
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
-        self.process = None
-
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
