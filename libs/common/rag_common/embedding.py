@@ -124,8 +124,8 @@ class Embedder:
     BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
     and spins while it waits, so on a loaded machine (ingest beside its own event loop and
     writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
-    the same vectors (docs/BENCHMARKS.md). The single-threaded session is made on the first
-    passages (about 90 MB).
+    the same vectors (docs/decisions/0013-passages-on-single-threaded-sessions.md). The
+    single-threaded session is made on the first passages (about 90 MB).
     """
 
     def __init__(self, model_dir: Path, workers: int | None = None) -> None:
@@ -373,7 +373,7 @@ class SecondEmbedder:
     its instruction before questions only.
 
     Its vectors are a second named vector of each chunk, searched beside MiniLM's and BM25's and
-    fused by weighted DBSF in the retriever (docs/EVALUATION.md, seventh and eighth rounds); it
+    fused by weighted DBSF in the retriever (docs/decisions/0005-second-dense-model-opt-in.md); it
     never gives the relevance threshold's similarity, which stays MiniLM's cosine. One
     single-threaded session serves passages (``workers`` batches at once, as the embedder's) and
     questions (one thread: 8 ms of CPU per question here, where a session spread over the cores

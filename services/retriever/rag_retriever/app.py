@@ -107,7 +107,7 @@ class Retriever:
                 log.warning(
                     "collection %s has no vector for the second dense model (created before it existed): "
                     "searched with MiniLM and BM25 only; index its documents into a new collection to use it "
-                    "(docs/EVALUATION.md, eighth round)",
+                    "(docs/decisions/0005-second-dense-model-opt-in.md)",
                     collection,
                 )
             self._second_in[collection] = known
