@@ -41,7 +41,10 @@ _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _MACRO_PARTS = frozenset({"vbaproject.bin", "vbadata.xml"})
 _READ_STEP = 1 << 20
 _HEADING_STYLE = re.compile(r"^heading\s+([1-9])$", re.IGNORECASE)
-_MAX_STYLE_DEPTH = 8  # how far up "based on" style chains a heading style is looked for
+_MAX_STYLE_DEPTH = 8
+_WRONG_KIND = re.compile(
+    r"content type is '([^']+)'"
+)  # how far up "based on" style chains a heading style is looked for
 NOTES_LABEL = "Speaker notes:"
 
 
@@ -72,7 +75,8 @@ def check_archive(data: bytes, what: str, limits: ArchiveLimits) -> None:
             members = archive.infolist()
             if len(members) > limits.max_members:
                 raise ParseError(
-                    f"{what} archive has {len(members)} members, more than the limit of {limits.max_members}"
+                    f"{what} archive has {len(members)} members, more than the limit of {limits.max_members} "
+                    "(RAG_INGEST_ARCHIVE_MAX_MEMBERS)"
                 )
             macros = [m.filename for m in members if PurePosixPath(m.filename).name.lower() in _MACRO_PARTS]
             if macros:
@@ -117,7 +121,7 @@ def parse_docx(data: bytes, limits: ArchiveLimits) -> list[Block]:
     except ParseError:
         raise
     except Exception as exc:  # a malformed part makes python-docx raise many unrelated exception types
-        raise ParseError(f"cannot read Word document: {type(exc).__name__}: {exc}") from exc
+        raise _read_error("Word", "cannot read Word document", exc) from exc
 
 
 def _docx_blocks(document: WordDocument) -> Iterator[Block]:
@@ -156,6 +160,13 @@ def _docx_blocks(document: WordDocument) -> Iterator[Block]:
         yield from flush()
         yield Block(text, path(), None, "text")
     yield from flush()
+
+
+def _read_error(what: str, reading: str, exc: Exception) -> ParseError:
+    wrong = _WRONG_KIND.search(str(exc)) if isinstance(exc, ValueError) else None
+    if wrong:  # e.g. a presentation renamed .docx; the library's message names a BytesIO object
+        return ParseError(f"not a {what} file: its main part is {wrong.group(1)}")
+    return ParseError(f"{reading}: {type(exc).__name__}: {exc}")
 
 
 def _heading_level(paragraph: WordParagraph) -> int | None:
@@ -222,7 +233,7 @@ def parse_pptx(data: bytes, limits: ArchiveLimits) -> list[Block]:
     except ParseError:
         raise
     except Exception as exc:  # a malformed part makes python-pptx raise many unrelated exception types
-        raise ParseError(f"cannot read PowerPoint presentation: {type(exc).__name__}: {exc}") from exc
+        raise _read_error("PowerPoint", "cannot read PowerPoint presentation", exc) from exc
 
 
 def _slide(slide: Slide, number: int) -> list[Block]:

@@ -32,6 +32,7 @@ def html_to_markdown(data: bytes) -> str:
             include_images=False,
             favor_recall=True,
             with_metadata=False,
+            prune_xpath=["//nav"],  # never content; without it a page of links falls back to its menu
         )
     except Exception as exc:  # malformed markup makes the extractor raise many unrelated exception types
         raise ParseError(f"cannot read HTML page: {type(exc).__name__}: {exc}") from exc
