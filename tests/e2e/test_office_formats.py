@@ -133,8 +133,8 @@ async def test_hostile_office_files_fail_with_their_reason_and_are_dead_lettered
 ) -> None:
     word, slides = course_docx(), course_pptx()
     cases = [
-        ("bomb.docx", with_member(word, "word/media/image9.png", 150 << 20), "zip bomb"),
-        ("liar.pptx", lying_bomb(slides, "ppt/media/image9.png", 150 << 20), "Bad CRC-32"),
+        ("bomb.docx", with_member(word, "word/media/image9.png", 110 << 20), "zip bomb"),
+        ("liar.pptx", lying_bomb(slides, "ppt/media/image9.png", 110 << 20), "Bad CRC-32"),
         ("macros.pptx", with_macros(slides, "ppt"), "contains macros"),
         ("cut.docx", word[: len(word) // 3], "corrupt Word archive"),
         ("menu.html", b"<html><body><nav><a href='/a'>Home</a> <a href='/b'>Courses</a></nav></body></html>", ""),

@@ -16,6 +16,8 @@ from typing import Literal
 from fpdf import FPDF
 from pypdf import PdfWriter
 
+from tests.support import office_files as office
+
 Expect = Literal["rejected", "indexed", "failed", "final"]
 
 
@@ -212,6 +214,37 @@ def build_corpus(seed: int = 7) -> list[HostileFile]:
         "indexed",
         "pages",
     )
+
+    word, slides, page = office.course_docx(), office.course_pptx(), office.course_html()
+    nowhere = "http://127.0.0.1:9"  # the discard port: a fetch would fail, and none is made
+    add("course.docx", word, "indexed", "a Word handbook")
+    add("course.pptx", slides, "indexed", "slides with notes")
+    add("course.html", page, "indexed", "a lesson page inside navigation")
+    add("truncated.docx", word[: len(word) // 2], "failed", "a Word archive cut in half")
+    add("truncated.pptx", slides[:4000], "failed", "a PowerPoint archive cut short")
+    add("bomb.docx", office.with_member(word, "word/media/image9.png", 110 << 20), "failed", "110 MiB of zeros")
+    add("bomb.pptx", office.with_member(slides, "ppt/media/image9.png", 110 << 20), "failed", "110 MiB of zeros")
+    add("liar.docx", office.lying_bomb(word, "word/media/a.bin", 110 << 20), "failed", "a member lying about its size")
+    add("members.pptx", office.many_members(slides, 6000), "failed", "6000 archive members")
+    add("macros.docx", office.with_macros(word, "word"), "failed", "a VBA project inside a .docx")
+    add("macros.pptx", office.with_macros(slides, "ppt"), "failed", "a VBA project inside a .pptx")
+    add("macros.docm", word, "rejected", "a macro-enabled Word file")
+    add("macros.pptm", slides, "rejected", "a macro-enabled presentation")
+    add("locked.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(4096), "failed", "an encrypted (OLE) Office file")
+    add("slides.docx", slides, "failed", "a presentation named .docx")
+    add("entities.docx", office.entity_docx(bomb=True), "failed", "a billion-laughs entity in the XML")
+    add("linked.docx", office.docx_with_external_links(nowhere), "indexed", "external hyperlink, image, template")
+    add("linked.pptx", office.pptx_with_external_link(nowhere), "indexed", "an external hyperlink")
+    add("linked.html", office.html_with_external_resources(nowhere), "indexed", "external images, scripts, frames")
+    add("pixels.docx", office.docx_with_picture(office.png_header(60_000, 60_000)), "indexed", "a 3.6-gigapixel PNG")
+    add(
+        "menu.html",
+        b"<html><body><nav><a href='/a'>Home</a> <a href='/b'>News</a></nav></body></html>",
+        "failed",
+        "nav",
+    )
+    add("junk.html", bytes(rng.randrange(256) for _ in range(4096)), "final", "random bytes named .html")
+    add("deep.html", b"<html><body>" + b"<div>" * 100_000 + b"<p>deep</p>" + b"</div>" * 100_000, "final", "deep")
 
     for version in range(10):
         body = f"# Duplicate\n\nVersion {version} of the duplicate says the code is {1000 + version}.\n".encode()
