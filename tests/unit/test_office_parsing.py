@@ -6,9 +6,11 @@ import random
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from rag_client.folders import local_files
 from rag_common.messages import Passage
 from rag_common.quotable import candidate_sentences
 from rag_ingest.chunking import chunk_blocks
@@ -53,6 +55,12 @@ def test_office_and_web_extensions_name_their_parser(filename: str, expected: st
 def test_macro_enabled_and_legacy_office_files_are_not_accepted(filename: str) -> None:
     with pytest.raises(UnsupportedFileType, match=r"\.docx"):
         document_format(filename)
+
+
+def test_rag_ingest_picks_up_word_powerpoint_and_html_files(tmp_path: Path) -> None:
+    for name in ("a.docx", "b.pptx", "c.html", "d.htm", "e.docm", "f.pptm", "g.doc"):
+        (tmp_path / name).write_bytes(b"x")
+    assert list(local_files(tmp_path)) == ["a.docx", "b.pptx", "c.html", "d.htm"]
 
 
 def test_word_headings_make_sections_lists_stay_lists_and_tables_become_rows() -> None:
