@@ -72,7 +72,7 @@ async def test_word_powerpoint_and_html_files_are_indexed(
 @pytest.mark.parametrize(
     ("question", "fact", "section"),
     [
-        ("Who teaches ice core drilling at the field station?", "Tomasz Wielgosz", "Field station timetable"),
+        ("Who is the instructor for ice core drilling?", "Tomasz Wielgosz", "Field station timetable"),
         ("What do you do after building a snow anchor in crevasse rescue?", "pulley", "Crevasse rescue"),
         ("How much of the final grade does the field report count for?", "forty percent", "Grading"),
     ],
@@ -150,7 +150,7 @@ async def test_hostile_office_files_fail_with_their_reason_and_are_dead_lettered
     refused = await upload(client, "macros.docm", with_macros(word, "word"), COLLECTION)
     assert refused.status_code == 415 and ".docx" in refused.json()["error"]["message"]
 
-    body = await ask(client, "Who teaches ice core drilling at the field station?", collection=COLLECTION)
+    body = await ask(client, "Who is the instructor for ice core drilling?", collection=COLLECTION)
     assert "Tomasz Wielgosz" in body["answer"]
     health = await client.get("/readyz")
     assert health.status_code == 200, health.text
