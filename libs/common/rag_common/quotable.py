@@ -61,6 +61,7 @@ _EMPHASIS = re.compile(r"(?<![\w*])[*_](\S(?:[^*_]*?\S)?)[*_](?![\w*])")
 # A document's own "[2]" would read as a citation of passage 2.
 _FAKE_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
+_ADDRESS = re.compile(r"\S+@\S+\.\w|https?://")
 _TERMINAL = re.compile(r"[.!?][\"'”’)\]]*$")
 _ENDS_CLAUSE = re.compile(r"[.!?:][\"'”’)\]]*$")
 _SENTENCE_BREAK = re.compile(r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])")
@@ -344,7 +345,8 @@ def _readable(unit: str, kind: str, section: str) -> bool:
     if not unit[0].isupper() and not unit[0].isdigit() and unit[0] not in "$\"'“(":
         return kind == KIND_ITEM and len(words) >= 4  # a sentence starting lowercase was cut
     if _TERMINAL.search(unit) or unit.endswith(":"):
-        return len(words) >= 3
+        # "Email sales@orbitly.example." is whole: an address or a link carries the statement.
+        return len(words) >= 3 or (len(words) == 2 and bool(_ADDRESS.search(unit)))
     if kind == KIND_ITEM:
         return len(words) >= 4 and not _title_like(words)
     # Unpunctuated prose survives only when long and mostly lowercase words: a footer, a title or

@@ -62,7 +62,7 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     ),
     (AnswerType.DATE, re.compile(r"^when\b|\b(what|which) (date|day|year|month|time)\b|\bdeadline\b")),
     (AnswerType.ENTITY, re.compile(r"^who\b|\b(which|what) (company|companies|person|team|vendor|provider)\b")),
-    (AnswerType.VALUE, re.compile(rf"\b(what|which)\b.*\b({_VALUE_NOUNS})s?\b")),
+    (AnswerType.VALUE, re.compile(rf"^where\b|\b(what|which)\b.*\b({_VALUE_NOUNS})s?\b")),
     (
         AnswerType.LIST,
         re.compile(r"\b(what|which) (are|were) (the|some|all)\b|\b(list|name) (all|the)\b|\bwhat kinds?\b"),
@@ -78,13 +78,13 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 )
 
 
-# The word a short wh-question turns on: "Who is the CEO", "How many employees", "What discount
-# do...", "Who founded...", "Where is X headquartered?". If no passage holds it, nothing answers.
+# The word a short wh-question turns on: "Who is the CEO", "How many employees", "Who founded...",
+# "Where is X headquartered?", and whom "What discount do students get?" asks about. If no passage
+# holds it, nothing answers. Not "Which plants...": the answer names plants without saying "plant".
 _HEAD_RULES = (
     re.compile(r"^who (?:is|are|was|were) (?:the |a |an )?([a-z][\w-]*)"),
     re.compile(r"^who (?!is\b|are\b|was\b|were\b|do\b|does\b|did\b|can\b|should\b)([a-z][\w-]*)"),
     re.compile(r"^how (?:many|much) (?!do\b|does\b|did\b|is\b|are\b|can\b|will\b)([a-z][\w-]*)"),
-    re.compile(r"^(?:what|which) ([a-z][\w-]*) (?:do|does|did|is|are|was|were|can|will)\b"),
     # "Where is Orbitly Labs headquartered?": a place asked by the word for where it is.
     re.compile(r"^where (?:is|are|was|were) [\w\s-]+? (headquartered|located|based|registered|incorporated)\??$"),
     # "What discount do students get": the discount is asked for the students.

@@ -131,7 +131,7 @@ _TYPE_EVIDENCE: Mapping[AnswerType, re.Pattern[str]] = {
         re.I,
     ),
     AnswerType.VALUE: re.compile(
-        r"https?://|`|(?<![\w.])/[\w.-]+/|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|:\d{2,5}\b|\bv?\d+\.\d+(\.\d+)?\b|"
+        r"https?://|`|\S+@\S+\.\w+|(?<![\w.])/[\w.-]+/|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|:\d{2,5}\b|\bv?\d+\.\d+(\.\d+)?\b|"
         r"\b[\w-]+\.(json|ya?ml|toml|ini|conf|cfg|env|md|txt|csv|py|sh)\b|\b[\w-]+=\S|^[\w.-]+:\s|--[a-z]"
     ),
     AnswerType.STEPS: re.compile(
@@ -362,6 +362,12 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
     ):
         following = _next_in_passage(best.candidate, candidates)
         if following is not None and holds_type(following, asked.answer_type):
+            chosen.append(following)
+    # A procedure told in sentences goes on after its first step ("Go to Settings > Export. You
+    # can export all projects as CSV or JSON."): the next sentence under the same heading follows.
+    elif asked.answer_type is AnswerType.STEPS and best.candidate.kind == KIND_SENTENCE:
+        following = _next_in_passage(best.candidate, candidates)
+        if following is not None and following.context == best.candidate.context:
             chosen.append(following)
     words = sum(len(c.text.split()) for c in chosen)
     also: dict[int, list[int]] = {}
