@@ -49,7 +49,10 @@ async def dead_lettered_documents(system: System) -> set[str]:
         for sequence in range(state.first_seq, state.last_seq + 1):
             letter = json.loads((await js.get_msg(subjects.DLQ_STREAM, sequence)).data or b"{}")
             if letter.get("subject", "").startswith(subjects.INGEST_REQUESTED):
-                documents.add(json.loads(letter["payload"])["document_id"])
+                try:
+                    documents.add(json.loads(letter["payload"])["document_id"])
+                except (ValueError, KeyError):  # a payload cut to the dead-letter size limit
+                    continue
         return documents
     finally:
         await nc.close()
