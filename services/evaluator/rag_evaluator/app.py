@@ -22,8 +22,6 @@ from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
 
-# Answers no language model wrote: it read nothing beyond what the answer quotes.
-NOT_A_MODEL = frozenset({"extractive", "none", "canned"})
 
 
 def assess(drafted: QueryDrafted) -> Evaluation:
@@ -38,7 +36,6 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         question=retrieval.rewritten_question or drafted.query.question,
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
-        read_all=draft.model not in NOT_A_MODEL,
         refusal_reason=draft.refusal_reason,
     )
 

@@ -175,7 +175,6 @@ def evaluate(
     question: str | None = None,
     suspicions: Sequence[str] = (),
     low_confidence: str | None = None,
-    read_all: bool = False,
     refusal_reason: str | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
@@ -185,8 +184,8 @@ def evaluate(
     `question`, a conflict counts only when its subject is named in the question or the answer:
     two prices of the Pro plan in the passages do not make an answer about storage doubtful.
     Planted instructions never count as a source's statement. A passage holding one raises
-    `injection_suspected` when the answer drew on it: cited it, or, with `read_all` (a model
-    answered), was given it at all; so does a stage's suspicion (`suspicions`). `low_confidence` is the
+    `injection_suspected` when it was retrieved, quoted or not: the user learns that the documents
+    found hold planted text; so does a stage's suspicion (`suspicions`). `low_confidence` is the
     retriever's reason when the passages only just passed the collection's threshold;
     `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
     """
@@ -194,9 +193,7 @@ def evaluate(
     details: dict[str, object] = {}
     flags["refused"] = refused
 
-    # An extractive answer draws only on what it cites; a model read every passage it was given.
-    drawn_on = set(citation_numbers(answer) if cited is None else cited)
-    planted = [p for p in passages if p.injection_spans and (read_all or p.n in drawn_on)]
+    planted = [p for p in passages if p.injection_spans]
     if suspicions or planted:
         flags["injection_suspected"] = True
         details["injection_suspected"] = {
