@@ -148,7 +148,7 @@ async def test_the_fact_beside_invisible_tag_letters_is_still_answered(client: h
     document, cases = planted_handbook()
     await upload_and_wait(client, "herb-handbook.md", document, collection="planted-e2e")
     [index] = [i for i, form in enumerate(PLANTED_FORMS) if form.name == "tag-letters"]
-    herb, marker, days = cases[index]
+    herb, _marker, days = cases[index]
     body = await ask(client, f"How often is the {herb} bed watered?", collection="planted-e2e")
     assert f"every {days} days" in body["answer"], body["answer"]
     assert body["flags"]["refused"] is False and body["flags"]["injection_suspected"] is True

@@ -23,7 +23,6 @@ from rag_evaluator.settings import EvaluatorSettings
 log = logging.getLogger("rag.evaluator")
 
 
-
 def assess(drafted: QueryDrafted) -> Evaluation:
     """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
     if drafted.route.tier == "greeting" and not drafted.suspicions:
