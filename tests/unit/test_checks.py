@@ -400,3 +400,25 @@ def test_a_question_suspicion_is_injection_suspected_even_when_refused() -> None
     result = evaluate("I can't help with that request.", [], refused=True, suspicions=["question: override"])
     assert result.flags["refused"] and result.flags["injection_suspected"] and result.flagged
     assert detail(result, "injection_suspected")["suspicions"] == ["question: override"]
+
+
+def test_a_preface_is_not_judged_as_a_statement() -> None:
+    preface = "I can't help with that request; ask me about the documents instead.\n\n"
+    answer = preface + "Employees get 25 days of paid leave per year [1]."
+    result = evaluate(answer, [HANDBOOK], refused=False, preface=preface, suspicions=["question: override"])
+    assert not result.flags["ungrounded"] and not result.flags["low_confidence"]
+    assert result.flags["injection_suspected"]
+    unmarked = evaluate(answer, [HANDBOOK], refused=False)
+    assert unmarked.flags["ungrounded"] or unmarked.flags["low_confidence"]  # the preface is not in the handbook
+
+
+def test_a_rejected_model_answer_is_flagged_with_its_reason_and_is_informational() -> None:
+    result = evaluate(
+        "Employees get 25 days of paid leave per year [1].",
+        [HANDBOOK],
+        refused=False,
+        model_answer_rejected="it repeated its instructions",
+    )
+    assert result.flags["model_answer_rejected"] and not result.flags["injection_suspected"]
+    assert detail(result, "model_answer_rejected") == "it repeated its instructions"
+    assert not result.flagged and "model_answer_rejected" not in FAILING_FLAGS

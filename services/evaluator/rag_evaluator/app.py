@@ -36,6 +36,8 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
         refusal_reason=draft.refusal_reason,
+        preface=draft.preface,
+        model_answer_rejected=draft.model_answer_rejected,
     )
 
 

@@ -24,9 +24,12 @@ FLAG_NAMES = (
     "ungrounded",
     "low_confidence",
     "injection_suspected",
+    "model_answer_rejected",
 )
-# "refused" is informational: declining to answer from insufficient context is correct behaviour.
-FAILING_FLAGS = frozenset(set(FLAG_NAMES) - {"refused"})
+# Informational: declining to answer from insufficient context is correct behaviour, and a model's
+# answer that failed its checks was replaced by the extractive one, which is judged on its own.
+INFORMATIONAL_FLAGS = frozenset({"refused", "model_answer_rejected"})
+FAILING_FLAGS = frozenset(set(FLAG_NAMES) - INFORMATIONAL_FLAGS)
 
 # A sentence is grounded when this share of its content words is in the passages it cites...
 UNGROUNDED_BELOW = 0.5
@@ -176,6 +179,8 @@ def evaluate(
     suspicions: Sequence[str] = (),
     low_confidence: str | None = None,
     refusal_reason: str | None = None,
+    preface: str = "",
+    model_answer_rejected: str | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
@@ -188,10 +193,17 @@ def evaluate(
     found hold planted text; so does a stage's suspicion (`suspicions`). `low_confidence` is the
     retriever's reason when the passages only just passed the collection's threshold;
     `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
+    `preface` is canned text the answer opens with (the refusal of a question's dropped attack): it
+    is no statement to check. `model_answer_rejected` is why a model's answer was withheld.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
     flags["refused"] = refused
+    if preface and answer.startswith(preface):
+        answer = answer[len(preface) :]
+    if model_answer_rejected:
+        flags["model_answer_rejected"] = True
+        details["model_answer_rejected"] = model_answer_rejected
 
     planted = [p for p in passages if p.injection_spans]
     if suspicions or planted:
