@@ -32,8 +32,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from confusable_homoglyphs import confusables
-
 INJECTION_REFUSAL = "I can't help with that request. I answer questions about the documents in this collection."
 
 # Kinds of planted text in documents.
@@ -113,7 +111,9 @@ _LEETY = re.compile(r"(?i)[a-z][0-9@$]+[a-z]")
 @cache
 def _lookalikes() -> dict[int, str]:
     """Non-Latin letters that look like a Latin one, from Unicode's confusables data (built once,
-    on the first text that is not ASCII)."""
+    on the first text that is not ASCII: loading the data takes a third of a second)."""
+    from confusable_homoglyphs import confusables
+
     candidates = "".join(chr(c) for low, high in _LOOKALIKE_BLOCKS for c in range(low, high))
     table = {ord(k): v for k, v in _MORE_LOOKALIKES.items()}
     for found in confusables.is_confusable(candidates, greedy=True, preferred_aliases=["latin"]) or []:
@@ -127,6 +127,11 @@ def _lookalikes() -> dict[int, str]:
             target = "I" if target == "l" else target.upper()
         table[ord(char)] = target
     return table
+
+
+def warm() -> None:
+    """Load the lookalike table now (at a service's start), not on the first question that needs it."""
+    _lookalikes()
 
 
 def normalise(text: str) -> str:

@@ -3,6 +3,7 @@ the pipeline. A question that mixes an attack with a real request goes on with t
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from faststream import FastStream
@@ -10,7 +11,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
 from rag_common import subjects
-from rag_common.injection import QUESTION_KINDS, QuestionVerdict, screen_question
+from rag_common.injection import QUESTION_KINDS, QuestionVerdict, screen_question, warm
 from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import blocked_reply, check_collections_file, collection_texts
@@ -116,5 +117,6 @@ def create_app(settings: RouterSettings, telemetry: ServiceTelemetry | None = No
 
     async def load() -> None:
         check_collections_file(settings.collections_file)
+        await asyncio.to_thread(warm)  # the lookalike letters' table, before the first question
 
     return create_service(build_broker(settings, telemetry), settings, telemetry, load=load)
