@@ -160,8 +160,9 @@ def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettin
     )
 
 
-# Bump when parsing or chunking rules change, so stored documents are indexed again.
-INDEX_FORMAT = 2
+# Bump when parsing or chunking rules change, or the injection rules that mark chunks at ingest,
+# so stored documents are indexed again (3: lookalikes, other languages, cells, split instructions).
+INDEX_FORMAT = 3
 
 
 def index_version(content_hash: str, settings: IngestSettings) -> str:
