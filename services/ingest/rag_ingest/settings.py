@@ -56,6 +56,15 @@ class IngestSettings(StoreSettings):
     max_chunks_per_document: int = Field(
         2000, ge=1, le=100_000, description="a document cut into more chunks fails (status failed, too_many_chunks)"
     )
+    archive_max_bytes: int = Field(
+        100 * 2**20,
+        ge=2**20,
+        le=2**31,
+        description="a Word or PowerPoint file whose archive unpacks to more bytes fails (a zip bomb or huge media)",
+    )
+    archive_max_members: int = Field(
+        5000, ge=10, le=1_000_000, description="a Word or PowerPoint archive with more files inside fails"
+    )
     object_read_timeout_s: float = Field(
         10.0,
         gt=0,
