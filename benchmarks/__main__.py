@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import hop_floor, ingest, overhead, query, scale
+from benchmarks import hop_floor, ingest, listing, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
@@ -44,7 +44,7 @@ from rag_ingest.settings import IngestSettings
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-GROUPS = ("ingest", "latency", "overhead", "throughput", "scale")
+GROUPS = ("ingest", "latency", "overhead", "throughput", "scale", "listing")
 WHOLE_GROUPS = ("latency", "overhead", "throughput")  # measured again on the whole shared corpus
 T = TypeVar("T")
 
@@ -302,7 +302,7 @@ class Bench:
                 await self.retrieval_alone(stack, questions, e2e["p50"])
 
     async def retrieval_alone(self, stack: Stack, questions: list[str], answer_p50: float) -> None:
-        """Issue 9's yardstick, right after the answers at concurrency 1: the retrieval alone."""
+        """The answer-time target's yardstick, right after the answers at concurrency 1: the retrieval alone."""
         pipeline = self.pipeline(stack)
         repeats, seconds = self.bounds.retrieval_alone
         await asyncio.to_thread(pipeline.retrieval_ms, questions[: self.bounds.warmup], 1, seconds)
@@ -448,8 +448,13 @@ async def measure_all(
         phase = time.perf_counter()
         await scale_runs(args, bounds, recorder, embedder)
         meta["seconds_scale"] = round(time.perf_counter() - phase, 1)
-        if not set(args.groups) - {"scale"}:
-            return
+    if "listing" in args.groups:
+        print("13. listing cost against documents in other collections (gateway + nats-server)")
+        phase = time.perf_counter()
+        await listing_runs(args, bounds, recorder)
+        meta["seconds_listing"] = round(time.perf_counter() - phase, 1)
+    if not set(args.groups) - {"scale", "listing"}:
+        return
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:
         work = Path(tmp)
         corpus = build_corpus(args, bounds, embedder, work / "corpus")
@@ -501,7 +506,7 @@ async def whole_corpus_runs(
     work: Path,
 ) -> None:
     """Latency, overhead and throughput again on every document of the shared corpus (1.6k chunks
-    for anthropic-docs), on a fresh index and nats-server: issue 9 asks for its targets on the slice
+    for anthropic-docs), on a fresh index and nats-server: the speed targets are judged on the slice
     and on the whole set in one run. The figures are the slice's names with ``whole.`` before them."""
     corpus = await asyncio.to_thread(whole_corpus, args, bounds, embedder, work / "whole-corpus")
     if corpus is None:
@@ -523,6 +528,20 @@ async def whole_corpus_runs(
     finally:
         recorder.prefix = ""
     meta["seconds_whole"] = round(time.perf_counter() - phase, 1)
+
+
+async def listing_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder) -> None:
+    """Listing p50 with 10 to 10,000 documents in other collections (``benchmarks.listing``)."""
+    sizes = (10, 100, 1_000) if args.quick else listing.SIZES
+    for run in range(1, args.runs + 1):
+        recorder.run = run
+        recorder.mark()
+
+        def record(name: str, value: float, unit: str, description: str, detail: dict[str, Any] | None) -> None:
+            recorder.record(name, value, unit, description, detail)
+
+        with tempfile.TemporaryDirectory(prefix="rag-bench-listing-") as tmp:
+            await listing.run(Path(tmp), record, sizes=sizes)
 
 
 async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:

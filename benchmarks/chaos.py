@@ -332,6 +332,11 @@ def failed(report: dict[str, Any]) -> bool:
     )
 
 
+def crash(nats: LocalNatsServer) -> int:
+    """Kill nats-server with SIGKILL (no graceful shutdown), as the README and docs/FAULTS.md say."""
+    return nats.kill()
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rag-chaos-"))
@@ -359,7 +364,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 await asyncio.sleep(args.settle_s)
                 if target == "nats-server":
-                    nats.stop()
+                    crash(nats)
                     await asyncio.sleep(1.0)
                     nats.start()
                 else:

@@ -402,8 +402,9 @@ def candidate_features(question: str, hits: Sequence[Hit], needed: Collection[st
 
 # One per name of ``FEATURES``: `benchmarks.ltr_fit --objective guarded` fitted on the candidates of all
 # four evaluation sets (coordinate ascent on recall@3, MRR@3 and hit@5 from the fused order, a loss on
-# any set counting five times). Of the fifteen features it kept two besides the fused relevance;
-# docs/EVALUATION.md ("Lever B, learned fusion") gives the cross-validated figures: not a default.
+# any set counting five times). Of the fifteen features it kept two besides the fused relevance.
+# docs/decisions/0008-document-evidence-and-learned-fusion-opt-in.md gives the cross-validated figures:
+# not a default.
 LEARNED_WEIGHTS = (
     1.0,  # relevance
     0.0,  # similarity
@@ -427,7 +428,7 @@ class LearnedReranker:
     """``score = Σ weight·feature`` over ``FEATURES``: a linear model of what the fused candidates
     already tell (scores, ranks, heading and title overlap with the question, the boilerplate flag,
     file-level evidence). The shipped ``LEARNED_WEIGHTS`` come from ``benchmarks.ltr_fit``, which
-    also gives their cross-validated figures (docs/EVALUATION.md, ninth round)."""
+    also gives their cross-validated figures (docs/decisions/0008-document-evidence-and-learned-fusion-opt-in.md)."""
 
     name = "learned"
 

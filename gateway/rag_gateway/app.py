@@ -21,7 +21,7 @@ from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_buckets, open_sessions_bucket
+from rag_common.transport.buckets import open_buckets, open_document_index, open_sessions_bucket
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
@@ -131,7 +131,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
-        gateway.objects, gateway.status = objects, StatusStore(kv)
+        gateway.objects, gateway.status = objects, StatusStore(kv, await open_document_index(broker, settings))
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)

@@ -27,12 +27,27 @@ class GatewaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = Field("127.0.0.1", description="bind address (0.0.0.0 in containers)")
-    port: int = Field(8000, ge=0, le=65535)
+    port: int = Field(8000, ge=0, le=65535, description="HTTP port")
     gateway_id: str = Field(default_factory=lambda: new_id()[:12], description="this replica's answer-subject key")
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1, description="largest uploaded file (413 above)")
     max_body_bytes: int = Field(
         1024 * 1024, ge=1, description="largest request body other than an upload (413 above, checked before parsing)"
     )
+    header_max_bytes: int = Field(
+        32 * 1024,
+        ge=1024,
+        description="largest request head (request line and headers); beyond it 431 and the connection is closed",
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="a request head must arrive within this many seconds of the connection (or of the request's "
+        "first byte); past it 408 and the connection is closed",
+    )
+    body_idle_timeout_s: float = Field(
+        30.0, gt=0, description="longest pause between chunks of a request body; past it 408 and the connection closed"
+    )
+    keep_alive_timeout_s: int = Field(5, ge=1, description="an idle kept-alive connection is closed after this long")
     ready_timeout_s: float = Field(1.0, gt=0, description="how long /readyz waits for each service")
     stats_interval_s: float = Field(
         10.0, gt=0, description="how often JetStream backlog (pending, ack-pending, dead letters) is read for /metrics"

@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -150,13 +149,6 @@ class LocalNatsServer:
     def server_name(self) -> str:
         return self.cluster.server_name if self.cluster else ""
 
-    def kill(self) -> None:
-        """SIGKILL, as a crashed machine or an out-of-memory kill would end it."""
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
-        self.process = None
-
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
@@ -166,6 +158,16 @@ class LocalNatsServer:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+    def kill(self) -> int:
+        """End the server with SIGKILL, as a crash or an OOM kill would: no shutdown, no flush
+        beyond what ``sync_interval: always`` already wrote. Returns the exit status (``-9``)."""
+        if self.process is None:
+            raise RuntimeError("nats-server is not running")
+        self.process.kill()
+        status = self.process.wait()
+        self.process = None
+        return status
 
 
 async def ensure_nats(url: str, store_dir: Path) -> tuple[str, LocalNatsServer | None]:

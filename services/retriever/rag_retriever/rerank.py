@@ -44,7 +44,7 @@ def passage_text(hit: Hit) -> str:
     """What the cross-encoder reads of a candidate: the document title (its file stem), the
     heading path, then the text, as ingest's context header does. The heading is often the best
     evidence of what a short chunk is about, and the title tells two plans' booklets apart (without
-    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92; docs/EVALUATION.md, sixth round)."""
+    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92, measured with benchmarks.retrieval_sweep)."""
     source = str(hit.payload.get("source", "")).replace("\\", "/")
     title = _TITLE_SEPARATORS.sub(" ", PurePosixPath(source).stem).strip()
     path = [str(p) for p in (hit.payload.get("section_path") or [hit.payload.get("section") or ""]) if p]
@@ -64,7 +64,7 @@ class CrossEncoderReranker:
     to ``max_tokens`` word pieces (the passage is cut, never the question) and run in batches of
     ``batch`` without a memory arena (onnxruntime keeps the largest batch's buffers otherwise), on
     one thread by default: on the shared 2-core machine two threads cost more CPU per pair and
-    were slower too (docs/EVALUATION.md, sixth round).
+    were slower too (docs/decisions/0004-rerankers-off-by-default.md).
     """
 
     name = "cross-encoder"

@@ -206,14 +206,15 @@ class Retriever:
             if not known:
                 log.warning(
                     "collection %s has no vector for the second dense model (created before it existed): "
-                    "searched with MiniLM and BM25 only; index its documents into a new collection to use it",
+                    "searched with MiniLM and BM25 only; index its documents into a new collection to use it "
+                    "(docs/decisions/0005-second-dense-model-opt-in.md)",
                     collection,
                 )
             self._second_in[collection] = known
         return known
 
     def calibration(self, collection: str) -> Calibration:
-        """The collection's threshold, measured again when its size changed by a tenth or more."""
+        """The collection's threshold, measured again when its size changed by 10 % or more."""
         floor = self.settings.min_similarity
         if not self.settings.calibrate:
             return Calibration(threshold=floor, noise_p90=0.0, noise_max=0.0, probes=0)
@@ -324,7 +325,10 @@ class Retriever:
         except ValueError as exc:
             raise PermanentError("invalid_filters", str(exc), 422) from None
         if not self.store.collection_exists(query.collection):  # the name itself is checked by the model
-            raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
+            # A sound question whose answer is 404 (nothing uploaded there yet): not a dead letter.
+            raise PermanentError(
+                "collection_not_found", f"unknown collection {query.collection!r}", 404, dead_letter=False
+            )
         question = rewritten or query.question
         p = Pass(
             collection=query.collection,

@@ -36,14 +36,26 @@ RETRY_BACKOFF_S = (0.5, 2.0, 5.0, 15.0)
 
 
 class PermanentError(Exception):
-    """A failure that retrying cannot fix (bad input, unknown collection): no redelivery."""
+    """A failure that retrying cannot fix (bad input, unknown collection): no redelivery.
 
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    ``dead_letter`` False: the message is sound and the failure is the answer (a question to a
+    collection that has no index yet gets 404), so it is reported to the client but neither
+    dead-lettered nor counted as an error.
+    """
+
+    def __init__(self, code: str, message: str, status: int = 400, *, dead_letter: bool = True) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.dead_letter = dead_letter
 
+
+# A dead letter keeps at most this much of the failed message (docs/LIMITS.md): ten questions
+# with ~580 KB of history each added 6 MB to RAG_DLQ in 4 s when whole payloads were kept.
+DLQ_PAYLOAD_MAX_BYTES = 16 * 1024
+DLQ_ERROR_MAX_BYTES = 2 * 1024
+PAYLOAD_CUT_MARK = "…[cut: "
 
 FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
 
@@ -110,7 +122,7 @@ async def process_message(
     try:
         payload = model.model_validate_json(msg.body)
     except ValidationError as exc:
-        error = f"invalid {model.__name__} message: {exc.errors(include_url=False)[:3]}"
+        error = f"invalid {model.__name__} message: {exc.errors(include_url=False, include_input=False)[:3]}"
         await _dead_letter(msg, broker, area, stage, error, _deliveries(msg))
         await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
@@ -126,6 +138,12 @@ async def process_message(
         await asyncio.shield(msg.nack())
         raise
     except PermanentError as exc:
+        if not exc.dead_letter:
+            await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
+            log.info("%s answered %s: %s", stage, exc.code, exc.message)
+            telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+            await msg.reject()
+            return
         await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
         await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
         log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
@@ -286,14 +304,23 @@ def register_query_stage(
     )
 
 
+def letter_payload(body: bytes, limit: int = DLQ_PAYLOAD_MAX_BYTES) -> str:
+    """The failed message's body as a dead letter keeps it: whole up to ``limit`` bytes (then it can
+    be replayed), else its first ``limit`` bytes and a note of the whole size."""
+    if len(body) <= limit:
+        return body.decode("utf-8", errors="replace")
+    head = body[:limit].decode("utf-8", errors="ignore")  # never half a character at the cut
+    return f"{head}{PAYLOAD_CUT_MARK}{len(body)} bytes in all]"
+
+
 async def _dead_letter(msg: Delivery, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int) -> None:
     raw = _raw_fields(msg.body)
     query = raw.get("query")  # query-path messages carry their ids in the question
     ids = query if isinstance(query, dict) else raw
     letter = DeadLetter(
         subject=msg.raw_message.subject,
-        error=error,
-        payload=msg.body.decode("utf-8", errors="replace"),
+        error=letter_payload(error.encode(), DLQ_ERROR_MAX_BYTES),
+        payload=letter_payload(msg.body),
         request_id=str(ids.get("request_id", "")),
         deliveries=deliveries,
     )
