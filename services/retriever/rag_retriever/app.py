@@ -15,15 +15,43 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from rag_common import sentence_vectors, subjects
+from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook
 from rag_common.embedding import Embedder, SecondEmbedder, SparseVector, get_embedder, get_second_embedder
-from rag_common.messages import Query, QueryRetrieved, QueryRouted, Retrieval
+from rag_common.messages import Passage, Query, QueryRetrieved, QueryRouted, Retrieval
+from rag_common.messages.assessment import (
+    Assessment,
+    AssessmentItem,
+    AssessmentRequested,
+    AssessmentRetrieved,
+    AssessmentState,
+    QuestionSpec,
+)
 from rag_common.names import check_filters
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.consuming import PermanentError, register_query_stage
-from rag_common.transport.publishing import publish_stage
+from rag_common.transport.buckets import open_assessments_bucket
+from rag_common.transport.consuming import PermanentError, register_query_stage, register_work_queue
+from rag_common.transport.publishing import publish_assessment, publish_stage
 from rag_common.transport.service import create_service, register_ping
+from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.vectors import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store, configured_store
+from rag_retriever.assessment import (
+    Key,
+    Scored,
+    assign_topics,
+    expand_neighbours,
+    fit_word_budget,
+    in_unit,
+    mmr_select,
+    penalise_usage,
+    plan_specs,
+    reciprocal_rank_fusion,
+    record_usage,
+    sample_foils,
+    sections_of,
+    topic_query,
+    unit_sections,
+)
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import (
     cover_parts,
@@ -327,6 +355,89 @@ class Retriever:
             query=query, route=route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
         )
 
+    # --- assessments: the published recipe per question spec (rag_retriever.assessment) ---------
+
+    def assessment_items(self, job: Assessment) -> tuple[list[AssessmentItem], list[Passage]]:
+        """Each spec of the blueprint with its passages, and foils for distractors."""
+        s, blueprint = self.settings, job.blueprint
+        collection = blueprint.collection
+        if not self.store.collection_exists(collection):
+            raise PermanentError("collection_not_found", f"unknown collection {collection!r}", 404)
+        chunks = self.store.scroll_chunks(collection, s.assessment_scan_limit)
+        sections = sections_of(chunks)
+        missing = [unit for unit in blueprint.units if not unit_sections(sections, unit)]
+        if missing:
+            raise PermanentError(
+                "unit_not_found",
+                f"no document or heading of collection {collection!r} matches unit(s) {missing}: "
+                "name a document by its source or a heading path such as 'Billing > Refunds'",
+                422,
+            )
+        by_key: dict[Key, dict[str, Any]] = {
+            (str(c.get("document_id", "")), int(c.get("chunk_index", 0))): c for c in chunks
+        }
+        specs = assign_topics(plan_specs(blueprint), sections, blueprint.seed)
+        used: dict[Key, int] = {}
+        items = []
+        for spec in specs:
+            picked = self.recipe(collection, spec, used, by_key)
+            record_usage(used, picked)
+            passages = [_passage(n, c) for n, c in enumerate(picked, start=1)]
+            items.append(AssessmentItem(spec=spec, passages=passages))
+        foils = [
+            _passage(n, Scored(key=("", 0), score=0.0, payload=c))
+            for n, c in enumerate(sample_foils(chunks, s.assessment_foils, blueprint.seed, s.assessment_foil_chars), 1)
+        ]
+        return items, foils
+
+    def recipe(
+        self, collection: str, spec: QuestionSpec, used: dict[Key, int], chunks: dict[Key, dict[str, Any]]
+    ) -> list[Scored]:
+        """Hybrid search fused by RRF, neighbours, word budget, usage penalty, MMR (in that order)."""
+        s = self.settings
+        source = spec.topic.partition(" > ")[0]
+        dense, sparse = self._embed(topic_query(spec.topic) or spec.unit or "overview")
+        dense = list(dense)
+        sides = [
+            SideQuery(DENSE, dense, s.assessment_candidates * 3),
+            SideQuery(SPARSE, sparse, s.assessment_candidates * 3),
+        ]
+        rankings = self.store.search_sides(collection, sides, filters={"source": source} if source else {})
+        fused = reciprocal_rank_fusion([[point for point, _ in r] for r in rankings], s.assessment_rrf_k)
+        hits = self.store.fetch_hits(collection, [point for point, _ in fused], dense)
+        candidates = []
+        for point, score in fused:
+            hit = hits.get(point)
+            if hit is None or hit.payload.get("boilerplate"):
+                continue
+            path = hit.payload.get("section_path") or [hit.payload.get("section", "")]
+            if not in_unit(str(hit.payload.get("source", "")), [str(p) for p in path], spec.unit):
+                continue
+            key = (str(hit.payload.get("document_id", "")), int(hit.payload.get("chunk_index", 0)))
+            candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))
+            if len(candidates) >= s.assessment_candidates:
+                break
+        candidates = expand_neighbours(candidates, chunks, s.assessment_neighbours)
+        candidates = fit_word_budget(candidates, s.assessment_budget_tokens, s.assessment_tokens_per_word)
+        candidates = penalise_usage(candidates, used, s.assessment_usage_penalty)
+        return mmr_select(candidates, s.assessment_passages, s.assessment_mmr_lambda)
+
+
+def _passage(n: int, c: Scored) -> Passage:
+    p = c.payload
+    return Passage(
+        n=n,
+        source=str(p.get("source", "")),
+        section=str(p.get("section", "")),
+        page=p.get("page"),
+        chunk_index=int(p.get("chunk_index", 0)),
+        score=round(c.score, 6),
+        text=str(p.get("text", "")),
+        document_id=str(p.get("document_id", "")),
+        kind=p.get("kind", "text"),
+        injection_spans=[tuple(span) for span in p.get("injection_spans") or []],
+    )
+
 
 def select_top(question: str, hits: list[Hit], s: RetrieverSettings, used: dict[str, int] | None = None) -> list[Hit]:
     """The steps after the reranker, each behind its setting: file-level evidence, boilerplate
@@ -360,7 +471,7 @@ def used_sources(query: Query) -> dict[str, int]:
     return counts
 
 
-def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Retriever]) -> NatsBroker:
+def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]) -> NatsBroker:
     broker = make_broker(settings, telemetry)
 
     async def on_routed(routed: QueryRouted) -> None:
@@ -386,17 +497,67 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
         model=QueryRouted,
         work=on_routed,
     )
+    register_assessments(broker, settings, telemetry, state)
     register_ping(broker, "retriever", check)
     return broker
 
 
+def register_assessments(
+    broker: NatsBroker, settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]
+) -> None:
+    """The retriever's stage of an assessment: passages for every question spec."""
+    metrics = AssessmentMetrics(telemetry.registry)
+
+    def store() -> AssessmentStore | None:
+        found: AssessmentStore | None = state.get("assessments")
+        return found
+
+    async def on_requested(requested: AssessmentRequested) -> None:
+        job = requested.assessment
+        jobs = store()
+        if jobs is not None:
+            await jobs.update(job.id, _stage("retrieving"))
+        with telemetry.tracer.start_as_current_span("assessment_retrieval"):
+            items, foils = await asyncio.to_thread(state["retriever"].assessment_items, job)
+        retrieved = AssessmentRetrieved(assessment=job, items=items, foils=foils)
+        await publish_assessment(broker, retrieved, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:1")
+
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subjects.ASSESSMENT_REQUESTED,
+        consumer=subjects.RETRIEVER_ASSESSMENT_CONSUMER,
+        stream=ASSESSMENT_JSTREAM,
+        area="assessment",
+        model=AssessmentRequested,
+        work=on_requested,
+        ack_wait=120.0,
+        on_failure=assessment_failure_hook(store, metrics),
+    )
+
+
+def _stage(stage: str) -> Callable[[AssessmentState], None]:
+    def change(state: AssessmentState) -> None:
+        if state.status not in ("done", "failed"):
+            state.status = stage  # type: ignore[assignment]
+            state.progress.stage = stage
+
+    return change
+
+
 def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("retriever", settings=settings)
-    state: dict[str, Retriever] = {}
+    state: dict[str, Any] = {}
 
     async def load() -> None:
         embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
         store = configured_store(settings)
         state["retriever"] = Retriever(settings, embedder, store)
 
-    return create_service(build_broker(settings, telemetry, state), settings, telemetry, load=load)
+    broker = build_broker(settings, telemetry, state)
+
+    async def connected() -> None:
+        state["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -137,6 +137,28 @@ class RetrieverSettings(StoreSettings):
     rewrite_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model")
     rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
     rewrite_timeout_s: float = Field(10.0, gt=0)
+    # The published retrieval recipe for generating assessment questions (rag_retriever.assessment).
+    assessment_rrf_k: int = Field(60, ge=1, description="assessments: reciprocal rank fusion constant")
+    assessment_candidates: int = Field(12, ge=1, le=100, description="assessments: fused candidates per question")
+    assessment_neighbours: int = Field(1, ge=0, le=3, description="assessments: chunk index ± this joined")
+    assessment_budget_tokens: int = Field(
+        2000, ge=50, le=100_000, description="assessments: token budget of one question's candidates"
+    )
+    assessment_tokens_per_word: float = Field(
+        1.3, gt=0, le=4, description="assessments: tokens per word in the budget (words × 1.3)"
+    )
+    assessment_usage_penalty: float = Field(
+        0.85, ge=0, le=1, description="assessments: score × this ^ times the chunk was used by earlier questions"
+    )
+    assessment_mmr_lambda: float = Field(0.7, ge=0, le=1, description="assessments: MMR relevance weight")
+    assessment_passages: int = Field(2, ge=1, le=10, description="assessments: passages picked per question")
+    assessment_scan_limit: int = Field(
+        20_000, ge=100, le=1_000_000, description="assessments: chunks read to find units, topics and foils"
+    )
+    assessment_foils: int = Field(
+        150, ge=0, le=1000, description="assessments: chunks sampled from the collection for distractor terms"
+    )
+    assessment_foil_chars: int = Field(700, ge=100, le=5000, description="assessments: characters kept per foil")
     metrics_port: int = 9103
 
     @model_validator(mode="after")
