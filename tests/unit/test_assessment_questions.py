@@ -118,3 +118,11 @@ def test_gift_export_parses_with_the_grammar_and_escapes_special_characters() ->
         parse_gift("::t::Unescaped = sign {=a ~b}")
     markdown = to_markdown(state)
     assert "**1.**" in markdown and "A. $12" in markdown.split("## Answer key")[1]
+
+
+def test_a_value_distractor_is_supported_only_as_written() -> None:
+    good = write_question(spec("mcq"), [PLANS], term_pool([*FOILS, PLANS]), seed=1)
+    assert good is not None
+    options = list(good.options)
+    options[(good.answer_index or 0) - 1] = "$90"  # "90 days" is in the passage, "$90" is not
+    assert validate(good.model_copy(update={"options": options}), [PLANS], None, []).checks["no_distractor_supported"]

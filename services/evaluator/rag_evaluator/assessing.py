@@ -81,6 +81,12 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     """The paper: the valid questions in spec order, the counts, the units met."""
     questions = [item.question for item in items if item.question is not None and item.question.validation.valid]
     state.questions = questions
+    state.dropped = [
+        item.question if item.question is not None else item.rejected[-1]
+        for item in items
+        if (item.question is None and item.rejected)
+        or (item.question is not None and not item.question.validation.valid)
+    ]
     state.status = "done"
     state.progress.stage, state.progress.done, state.progress.total = "done", len(items), len(items)
     counts = state.counts

@@ -35,6 +35,18 @@ def holds(passage: Passage, text: str) -> bool:
     return bool(words) and f" {words} " in passage_words(passage)
 
 
+_SYMBOL = re.compile(r"[$%€£]")
+
+
+def holds_term(passage: Passage, term: str) -> bool:
+    """Whether the passage holds a term: a value with a symbol ($12, 5%) as written (spaces aside),
+    so "$30" is not found in "30 days"; any other term by its words."""
+    if _SYMBOL.search(term):
+        flat = " ".join(term.split()).lower()
+        return flat in " ".join(passage.text.split()).lower() or flat.replace(" ", "") in passage.text.lower()
+    return holds(passage, term)
+
+
 def cited_passages(question: Question, passages: Sequence[Passage]) -> list[Passage]:
     keys = {(c.source, c.chunk_index) for c in question.citations}
     return [p for p in passages if (p.source, p.chunk_index) in keys]
@@ -46,7 +58,7 @@ def key_supported(question: Question, passages: Sequence[Passage]) -> bool:
         return False
     if question.kind == "mcq":
         quote = question.citations[0].quote
-        return any(holds(p, question.answer) for p in cited) and (not quote or any(holds(p, quote) for p in cited))
+        return any(holds_term(p, question.answer) for p in cited) and (not quote or any(holds(p, quote) for p in cited))
     return all(any(holds(p, c.quote) for p in cited) for c in question.citations if c.quote) and any(
         c.quote for c in question.citations
     )
@@ -56,7 +68,9 @@ def supported_distractors(question: Question, passages: Sequence[Passage]) -> li
     if question.kind != "mcq":
         return []
     return [
-        o for i, o in enumerate(question.options) if i != question.answer_index and any(holds(p, o) for p in passages)
+        o
+        for i, o in enumerate(question.options)
+        if i != question.answer_index and any(holds_term(p, o) for p in passages)
     ]
 
 

@@ -194,6 +194,9 @@ class AssessmentState(BaseModel):
     progress: Progress = Field(default_factory=Progress)
     counts: QuestionCounts = Field(default_factory=QuestionCounts)
     questions: list[Question] = Field(default_factory=list)
+    dropped: list[Question] = Field(
+        default_factory=list, description="questions that failed validation twice, with why (not in the paper)"
+    )
     units_met: dict[str, int] = Field(default_factory=dict, description="valid questions per unit")
     error: str | None = None
     created_at: float = 0.0
