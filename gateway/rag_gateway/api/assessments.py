@@ -209,8 +209,9 @@ _MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "m
     responses={
         **errors(404, 409),
         200: {
+            "model": AssessmentState,
             "description": "the paper as JSON (the AssessmentState), Markdown (paper and answer key) or Moodle GIFT",
-            "content": {"text/markdown": {}, "text/plain": {}, "application/json": {}},
+            "content": {"text/markdown": {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
         },
     },
 )

@@ -59,7 +59,11 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     from rag_devrun.corpus import load_corpus
 
     collection = f"assess-{dataset.name}"
-    await load_corpus(client, dataset / "corpus", collection, timeout_s=3600)
+    def progress(done: int, total: int) -> None:
+        print(f"\r{dataset.name}: {done}/{total} documents indexed", end="", file=sys.stderr, flush=True)
+
+    await load_corpus(client, dataset / "corpus", collection, timeout_s=3600, progress=progress)
+    print(file=sys.stderr)
     started = time.perf_counter()
     created = await client.post("/v1/assessments", json={**BLUEPRINT, "collection": collection})
     created.raise_for_status()
