@@ -59,6 +59,7 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     from rag_devrun.corpus import load_corpus
 
     collection = f"assess-{dataset.name}"
+
     def progress(done: int, total: int) -> None:
         print(f"\r{dataset.name}: {done}/{total} documents indexed", end="", file=sys.stderr, flush=True)
 
