@@ -126,3 +126,23 @@ def test_a_value_distractor_is_supported_only_as_written() -> None:
     options = list(good.options)
     options[(good.answer_index or 0) - 1] = "$90"  # "90 days" is in the passage, "$90" is not
     assert validate(good.model_copy(update={"options": options}), [PLANS], None, []).checks["no_distractor_supported"]
+
+
+def test_a_capitalised_word_inside_a_sentence_is_a_name_to_blank() -> None:
+    sentence = "You can call the model from Python or TypeScript with the official client libraries."
+    assert [t.text for t in terms_of(sentence) if t.type == "name"] == ["Python", "TypeScript"]
+    passage = Passage(n=1, source="sdk.md", section="Client libraries", text=sentence)
+    foils = [
+        Passage(n=2, source="x.md", text="Examples exist in Java and Go. Others use Ruby for scripts and Rust too.")
+    ]
+    question = write_question(spec("mcq"), [passage], term_pool([*foils, passage]), seed=2)
+    assert question is not None and question.answer == "Python"
+    assert {o for o in question.options if o != "Python"} <= {"Java", "Go", "Ruby", "Rust"}
+    assert validate(question, [passage], None, []).valid
+
+
+def test_a_short_answer_can_quote_a_table_row_when_the_passage_has_no_sentence() -> None:
+    table = Passage(n=1, source="limits.md", section="Rate limits", text="Tier: Free; Requests per minute: 50\n")
+    question = write_question(spec("short"), [table], {}, seed=1)
+    assert question is not None and "Requests per minute: 50" in question.answer
+    assert validate(question, [table], None, []).checks["key_supported"]

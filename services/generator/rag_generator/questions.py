@@ -34,6 +34,7 @@ _VALUE = re.compile(
     rf"\d[\d,]*(?:\.\d+)?(?:\s?-\s?|\s)(?:{_UNITS})\b)"
 )
 _NAME = re.compile(r"(?<![\w'’])((?:[A-Z][A-Za-z0-9+&.-]*[A-Za-z0-9+])(?:\s+(?:[A-Z][A-Za-z0-9+&.-]*|\d[\w.]*)){1,4})")
+_PROPER = re.compile(r"(?<=[a-z,;(] )([A-Z][a-z]+[A-Za-z0-9]*|[A-Z]{2,6}[a-z]?)(?![\w'’-])")
 _DEFINITION = re.compile(
     r"^(?:An?\s+|The\s+)?(?P<term>[A-Za-z][\w\s()/-]{1,60}?)\s+(?:is|are|refers to|means)\s+"
     r"(?:an?|the|one)\s+(?P<rest>.{12,})$"
@@ -85,6 +86,13 @@ def terms_of(sentence: str) -> list[Term]:
         if text.lower() in _GENERIC_NAMES or text.split()[0].lower() in _STOP_START:
             continue
         found.append(Term(text, "name"))
+    # A capitalised word inside a sentence (not after a full stop or a colon) is a proper name too:
+    # a product, a language, a company.
+    named = {t.text for t in found}
+    for m in _PROPER.finditer(sentence):
+        word = m.group(1)
+        if m.start() > 0 and word.lower() not in _STOP_START and not any(word in n for n in named):
+            found.append(Term(word, "name"))
     definition = _DEFINITION.match(sentence)
     if definition and 1 <= len(definition.group("term").split()) <= 5:
         found.append(Term(definition.group("term").strip(), "term"))
@@ -145,15 +153,19 @@ def pick_distractors(
     return chosen
 
 
-def _sentences(passages: Sequence[Passage]) -> list[tuple[str, Passage]]:
+def _sentences(passages: Sequence[Passage], rows: bool = False) -> list[tuple[str, Passage]]:
+    """The quotable sentences of the passages (and, with ``rows``, table rows and short items: what
+    a short or long answer can quote when a passage has no sentence)."""
     by_n = {p.n: p for p in passages}
-    out = []
+    out, extra = [], []
     for c in candidate_sentences(passages):
         words = len(c.text.split())
         if c.kind == "row" or not MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS or c.text.endswith(":"):
+            if rows and words >= 3:
+                extra.append((c.text, by_n[c.n]))
             continue
         out.append((c.text, by_n[c.n]))
-    return out
+    return out or extra
 
 
 def _cite(passage: Passage, quote: str) -> Citation:
@@ -246,7 +258,7 @@ def _topic(passage: Passage) -> str:
 
 def write_short(spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str]) -> Question | None:
     """A definition, a why/how question, or what a heading says; the answer quoted."""
-    sentences = [(s, p) for s, p in _sentences(passages) if normal_words(s) not in avoid]
+    sentences = [(s, p) for s, p in _sentences(passages, rows=True) if normal_words(s) not in avoid]
     for sentence, passage in sentences:
         definition = _DEFINITION.match(sentence)
         if spec.bloom == "remember" and definition and len(definition.group("term").split()) <= 5:
@@ -271,7 +283,7 @@ def write_long(
     spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str], sentences_wanted: int
 ) -> Question | None:
     """A heading question with a Bloom verb; the model answer is the passage's leading sentences."""
-    sentences = [(s, p) for s, p in _sentences(passages) if normal_words(s) not in avoid]
+    sentences = [(s, p) for s, p in _sentences(passages, rows=True) if normal_words(s) not in avoid]
     if not sentences:
         return None
     passage = sentences[0][1]

@@ -151,7 +151,7 @@ class RetrieverSettings(StoreSettings):
         0.85, ge=0, le=1, description="assessments: score × this ^ times the chunk was used by earlier questions"
     )
     assessment_mmr_lambda: float = Field(0.7, ge=0, le=1, description="assessments: MMR relevance weight")
-    assessment_passages: int = Field(2, ge=1, le=10, description="assessments: passages picked per question")
+    assessment_passages: int = Field(3, ge=1, le=10, description="assessments: passages picked per question")
     assessment_scan_limit: int = Field(
         20_000, ge=100, le=1_000_000, description="assessments: chunks read to find units, topics and foils"
     )
