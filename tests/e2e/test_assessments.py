@@ -10,9 +10,10 @@ from fastapi import FastAPI
 
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from tests.e2e.test_tracing import services_in_trace
 from tests.support.gift import parse_gift
 from tests.support.http import parse_sse, upload_and_wait
-from tests.support.system import stack_options
+from tests.support.system import System, stack_options
 
 pytestmark = pytest.mark.e2e
 
@@ -139,3 +140,16 @@ async def test_bad_blueprints_get_clear_errors_with_a_request_id(
     for response in (unknown, zero, many, marks, missing):
         assert response.json()["error"]["request_id"] == response.headers["X-Request-ID"]
     assert failed[-1][0] == "error" and "Nowhere > Else" in failed[-1][1]["message"]
+
+
+async def test_one_assessment_is_one_trace_across_the_services(system: System, client: httpx.AsyncClient) -> None:
+    created = await client.post("/v1/assessments", json={"counts": {"mcq": 1, "short": 1}, "seed": 5})
+    assessment_id = created.json()["id"]
+    events = parse_sse((await client.get(f"/v1/assessments/{assessment_id}/events")).text)
+    assert events[-1][0] == "done"
+    trace_id = events[-1][1]["trace_id"]
+    assert trace_id
+    services = services_in_trace(system, trace_id)
+    assert {"rag-gateway", "rag-retriever", "rag-generator", "rag-evaluator"} <= set(services), services
+    names = {name for found in services.values() for name in found}
+    assert {"assessment_retrieval", "assessment_generation", "assessment_validation"} <= names
