@@ -118,6 +118,14 @@ def register_assessments(
     async def on_drafted(drafted: AssessmentDrafted) -> None:
         job = drafted.assessment
         embed: Embed | None = state.get("embed")
+        jobs = store()
+        if jobs is not None:
+
+            def validating(s: AssessmentState) -> None:
+                if s.status not in ("done", "failed"):
+                    s.status, s.progress.stage = "validating", "validating"
+
+            await jobs.update(job.id, validating)
         with telemetry.tracer.start_as_current_span("assessment_validation"):
             items = await asyncio.to_thread(
                 check_items, drafted.items, embed, settings.near_duplicate_cosine, drafted.round
@@ -128,7 +136,6 @@ def register_assessments(
         ]
         rejected = sum(1 for i in fresh if i.question is not None and not i.question.validation.valid)
         metrics.questions.labels("rejected").inc(rejected)
-        jobs = store()
         if drafted.round == 1 and to_redo:
             metrics.questions.labels("regenerated").inc(len(to_redo))
             if jobs is not None:

@@ -1,7 +1,7 @@
 """Checks of one assessment question against the passages it cites (pure).
 
 - ``key_supported``: the key (MCQ) or every quoted sentence of the model answer is in a cited passage;
-- ``no_distractor_supported``: no distractor is in any of the question's passages;
+- ``no_distractor_supported``: no distractor is in the cited passage;
 - ``well_formed``: an MCQ has four distinct options and its key among them; a short or long stem is
   answerable without options (it names none, has no blank, and asks something);
 - ``bloom_verb``: the stem opens with a verb of its Bloom level (``BLOOM_VERBS``);
@@ -65,12 +65,12 @@ def key_supported(question: Question, passages: Sequence[Passage]) -> bool:
 
 
 def supported_distractors(question: Question, passages: Sequence[Passage]) -> list[str]:
+    """The distractors the cited passage holds (a wrong option the material states as the answer)."""
     if question.kind != "mcq":
         return []
+    cited = cited_passages(question, passages)
     return [
-        o
-        for i, o in enumerate(question.options)
-        if i != question.answer_index and any(holds_term(p, o) for p in passages)
+        o for i, o in enumerate(question.options) if i != question.answer_index and any(holds_term(p, o) for p in cited)
     ]
 
 

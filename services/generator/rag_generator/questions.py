@@ -201,7 +201,7 @@ def write_mcq(
         if normal_words(sentence) in avoid:
             continue
         for term in terms_of(sentence):
-            distractors = pick_distractors(term, pool, passages, rng, spec.difficulty)
+            distractors = pick_distractors(term, pool, [passage], rng, spec.difficulty)
             if len(distractors) < 3 or sentence.count(term.text) != 1:
                 continue
             what = _WHAT.get(term.type, "value")
