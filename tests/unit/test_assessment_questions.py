@@ -146,3 +146,11 @@ def test_a_short_answer_can_quote_a_table_row_when_the_passage_has_no_sentence()
     question = write_question(spec("short"), [table], {}, seed=1)
     assert question is not None and "Requests per minute: 50" in question.answer
     assert validate(question, [table], None, []).checks["key_supported"]
+
+
+def test_a_pronoun_is_not_a_defined_term() -> None:
+    assert [t for t in terms_of("This is a limit on what the plan pays in a year.") if t.type == "term"] == []
+    passage = Passage(n=1, source="plan.pdf", section="Limits", text="This is a limit on what the plan pays in a year.")
+    question = write_question(spec("short", "remember"), [passage], {}, seed=1)
+    assert question is not None and not question.stem.startswith("Define This")
+    assert question.stem == 'State the main points that "Limits" (plan.pdf) makes.'

@@ -94,9 +94,15 @@ def terms_of(sentence: str) -> list[Term]:
         if m.start() > 0 and word.lower() not in _STOP_START and not any(word in n for n in named):
             found.append(Term(word, "name"))
     definition = _DEFINITION.match(sentence)
-    if definition and 1 <= len(definition.group("term").split()) <= 5:
+    if definition and _nameable(definition.group("term")):
         found.append(Term(definition.group("term").strip(), "term"))
     return found
+
+
+def _nameable(term: str) -> bool:
+    """A defined term worth asking about: 1-5 words, not opening with a pronoun or article ("This is a ...")."""
+    words = term.split()
+    return 1 <= len(words) <= 5 and words[0].lower() not in _STOP_START
 
 
 def is_paraphrase(a: str, b: str) -> bool:
@@ -261,7 +267,7 @@ def write_short(spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str]
     sentences = [(s, p) for s, p in _sentences(passages, rows=True) if normal_words(s) not in avoid]
     for sentence, passage in sentences:
         definition = _DEFINITION.match(sentence)
-        if spec.bloom == "remember" and definition and len(definition.group("term").split()) <= 5:
+        if spec.bloom == "remember" and definition and _nameable(definition.group("term")):
             term = definition.group("term").strip()
             stem = f"Define {term}, as {_where(passage)} uses the term."
             return _open(spec, stem, [sentence], passage, "definition")
@@ -275,7 +281,11 @@ def write_short(spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str]
         return None
     sentence, passage = sentences[0]
     level = spec.bloom if spec.bloom == "remember" else "remember"
-    stem = _SHORT["remember"].format(where=_where(passage), topic=_lower_first(_topic(passage)))
+    topic = _topic(passage)
+    if normal_words(topic) == normal_words(passage.section.rsplit(" > ", 1)[-1]):
+        stem = f"State the main points that {_where(passage)} makes."
+    else:
+        stem = _SHORT["remember"].format(where=_where(passage), topic=_lower_first(topic))
     return _open(spec.model_copy(update={"bloom": level}), stem, [sentence], passage, "heading")
 
 

@@ -417,6 +417,14 @@ class Retriever:
             candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))
             if len(candidates) >= s.assessment_candidates:
                 break
+        if not candidates:  # the search found nothing of the unit: the topic section's own chunks
+            heading = spec.topic.partition(" > ")[2]
+            candidates = [
+                Scored(key=key, score=0.0, payload=payload)
+                for key, payload in sorted(chunks.items())
+                if payload.get("source") == source
+                and " > ".join(str(p) for p in payload.get("section_path") or [payload.get("section", "")]) == heading
+            ][: s.assessment_candidates]
         candidates = expand_neighbours(candidates, chunks, s.assessment_neighbours)
         candidates = fit_word_budget(candidates, s.assessment_budget_tokens, s.assessment_tokens_per_word)
         candidates = penalise_usage(candidates, used, s.assessment_usage_penalty)
