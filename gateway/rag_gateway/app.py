@@ -21,12 +21,17 @@ from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.transport.broker import lean_broker, make_broker
-from rag_common.transport.buckets import open_assessments_bucket, open_buckets, open_sessions_bucket
+from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import (
+    open_assessments_bucket,
+    open_buckets,
+    open_document_index,
+    open_sessions_bucket,
+)
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
-from rag_gateway.answers import AnswerHub, answer_receiver
+from rag_gateway.answers import AnswerHub
 from rag_gateway.api import assessments, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
@@ -40,19 +45,10 @@ log = logging.getLogger("rag.gateway")
 
 
 def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: AnswerHub) -> NatsBroker:
-    """The gateway's broker, subscribed once to this replica's answers (``rag.answer.<gateway>.*.*``).
-
-    On the lean query path (``RAG_QUERY_CONSUMER=lean``, the default) the subscription is nats-py's
-    (``answer_receiver``); otherwise FastStream's, which its in-memory test broker delivers to.
-    """
+    """The gateway's broker, subscribed once to this replica's answers (``rag.answer.<gateway>.*.*``)."""
     broker = make_broker(settings, telemetry)
-    answers = subjects.answer_wildcard(settings.gateway_id)
-    lean = lean_broker(broker)
-    if lean is not None:
-        lean.add_core_subscriber(answers, answer_receiver(hub, lean, telemetry.tracer))
-        return broker
 
-    @broker.subscriber(answers)
+    @broker.subscriber(subjects.answer_wildcard(settings.gateway_id))
     async def on_answer(msg: NatsMessage) -> None:
         hub.deliver(msg.raw_message.subject, msg.body)
 
@@ -142,7 +138,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
-        gateway.objects, gateway.status = objects, StatusStore(kv)
+        gateway.objects, gateway.status = objects, StatusStore(kv, await open_document_index(broker, settings))
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)

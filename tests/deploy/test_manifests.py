@@ -342,7 +342,9 @@ def test_network_policies_deny_by_default_and_allow_each_path() -> None:
     deny = policies[("rag", "default-deny")]["spec"]
     assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"} and "ingress" not in deny
     config = of_kind("ConfigMap")["rag-config"]["data"]
-    assert config["NATS_URL"].startswith("tls://") and config["NATS_URL"].endswith(":4222")
+    members = config["NATS_URL"].split(",")
+    assert len(members) == 3 and all(m.startswith("tls://") and m.endswith(":4222") for m in members)
+    assert config["RAG_JS_REPLICAS"] == "3"
     labels = {name: d["spec"]["template"]["metadata"]["labels"] for name, d in deployments().items()}
     nats_egress = policies[("rag", "rag-egress-dns-and-nats")]["spec"]
     for name in (*SERVICES, "gateway"):

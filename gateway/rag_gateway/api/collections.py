@@ -15,7 +15,7 @@ router = APIRouter(prefix="/v1/collections", tags=["collections"])
 
 @router.get("", response_model=CollectionList)
 async def list_collections(gateway: GatewayDep, principal: Authenticated) -> CollectionList:
-    counts = Counter(r.collection for r in await gateway.status.list()) if gateway.status else Counter()
+    counts = Counter(await gateway.status.collection_counts()) if gateway.status else Counter()
     names = principal.visible_collections(counts)
     return CollectionList(
         collections=[

@@ -74,3 +74,12 @@ def check_collections_file(path: Path | None) -> None:
     """Fail at start-up, not at the first question, when the file is unreadable or malformed."""
     if path is not None:
         _load(path.resolve())
+
+
+def blocked_reply(texts: CollectionTexts) -> str:
+    """The reply to a question refused as an attack: the collection's blocked text, and where to
+    get help when the profile names a support contact."""
+    contact = texts.support_contact
+    if contact is None or contact in texts.blocked:
+        return texts.blocked
+    return f"{texts.blocked} For help, contact {contact}."

@@ -28,9 +28,6 @@ from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
 
-# Answers no language model wrote: it read nothing beyond what the answer quotes.
-NOT_A_MODEL = frozenset({"extractive", "none", "canned"})
-
 
 def assess(drafted: QueryDrafted) -> Evaluation:
     """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
@@ -44,8 +41,9 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         question=retrieval.rewritten_question or drafted.query.question,
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
-        read_all=draft.model not in NOT_A_MODEL,
         refusal_reason=draft.refusal_reason,
+        preface=draft.preface,
+        model_answer_rejected=draft.model_answer_rejected,
     )
 
 

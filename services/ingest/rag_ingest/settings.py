@@ -54,11 +54,32 @@ class IngestSettings(StoreSettings):
     max_chunks_per_document: int = Field(
         2000, ge=1, le=100_000, description="a document cut into more chunks fails (status failed, too_many_chunks)"
     )
+    archive_max_bytes: int = Field(
+        100 * 2**20,
+        ge=2**20,
+        le=2**31,
+        description="a Word or PowerPoint file whose archive unpacks to more bytes fails (a zip bomb or huge media)",
+    )
+    archive_max_members: int = Field(
+        5000, ge=10, le=1_000_000, description="a Word or PowerPoint archive with more files inside fails"
+    )
     object_read_timeout_s: float = Field(
         10.0,
         gt=0,
         description="reading an upload's bytes from the object store may take this long, plus a second per "
         "MiB; longer counts as a failure to retry (nats-py's read waits forever for a chunk that never comes)",
+    )
+    orphan_grace_s: float = Field(
+        600.0,
+        ge=0,
+        description="stored bytes younger than this are never deleted as orphans (an upload being accepted "
+        "stores its bytes before its status record)",
+    )
+    orphan_sweep_interval_s: float = Field(
+        3600.0,
+        ge=0,
+        description="how often ingest deletes orphan objects (bytes no status record names); it also sweeps "
+        "at start-up; 0: at start-up only",
     )
     concurrency: int = Field(2, ge=1, le=64, description="documents one replica indexes at once")
     drain_timeout_s: float = Field(
