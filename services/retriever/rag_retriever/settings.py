@@ -136,7 +136,7 @@ class RetrieverSettings(StoreSettings):
     )
     rewrite_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model")
     rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
-    rewrite_timeout_s: float = Field(10.0, gt=0)
+    rewrite_timeout_s: float = Field(10.0, gt=0, description="seconds the rewrite model may take (then rules)")
     # The published retrieval recipe for generating assessment questions (rag_retriever.assessment).
     assessment_rrf_k: int = Field(60, ge=1, description="assessments: reciprocal rank fusion constant")
     assessment_candidates: int = Field(12, ge=1, le=100, description="assessments: fused candidates per question")
