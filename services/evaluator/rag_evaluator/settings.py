@@ -13,7 +13,12 @@ class EvaluatorSettings(ServiceSettings):
 
     model_config = SettingsConfigDict(env_prefix="RAG_EVALUATOR_", extra="ignore", populate_by_name=True)
 
-    model_dir: Path | None = Field(None, validation_alias=AliasChoices("RAG_MODEL_DIR"))
+    model_dir: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("RAG_MODEL_DIR"),
+        description="embedding model folder for the assessment near-duplicate check; default "
+        "<data_dir>/models/all-MiniLM-L6-v2-int8",
+    )
     near_duplicate_cosine: float = Field(
         0.90, ge=0, le=1, description="assessments: two question stems above this MiniLM cosine are near-duplicates"
     )
