@@ -22,7 +22,7 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install browser model run run-processes test test-unit test-int test-cluster lint eval bench chaos clean
+.PHONY: help install browser model run run-processes test test-unit test-int test-cluster lint eval eval-assessments bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -85,6 +85,9 @@ test-int: install model ## integration and end-to-end tests: a real nats-server,
 
 test-cluster: install model ## a three-node NATS cluster: stream leader killed, rolling restart, under load (~2 min)
 	$(PY) -m pytest -m cluster
+
+eval-assessments: install model ## 10 MCQ + 5 short + 2 long per shared eval corpus, without a model; writes reports/eval-assessments.json
+	$(PY) -m rag_eval.assessments $(EVAL_ARGS)
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
 	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)

@@ -15,13 +15,13 @@ the fused hits, so the retrieval benchmarks can still measure them against the p
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
 from rag_common.embedding import STOPWORDS
 from rag_common.vectors import Hit
+from rag_retriever.assessment import mmr
 from rag_retriever.ranking import keyword_query, title_words
 from rag_retriever.search import Pass, Retriever, Step
 from rag_retriever.selection import diversify
@@ -50,38 +50,6 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def _section(hit: Hit) -> tuple[str, str, object]:
     p = hit.payload
     return str(p.get("source", "")), str(p.get("section", "")), p.get("page")
-
-
-def mmr(hits: Sequence[Hit], limit: int, lambda_: float) -> list[Hit]:
-    """Maximal marginal relevance: each next pick maximises ``λ·relevance − (1−λ)·redundancy``.
-
-    Relevance is the fused score scaled to 0..1 over the candidates (RRF scores are ranks, not
-    similarities); redundancy is the highest cosine to a passage already picked, and 1 for a
-    second chunk of a section already picked (the same section rarely adds a new fact).
-    """
-    pool = list(hits)
-    if not pool:
-        return []
-    high, low = max(h.score for h in pool), min(h.score for h in pool)
-    span = (high - low) or 1.0
-    relevance = {id(h): (h.score - low) / span for h in pool}
-    picked: list[Hit] = []
-    while pool and len(picked) < limit:
-        best, best_value = pool[0], -math.inf
-        for h in pool:
-            redundancy = 0.0
-            for p in picked:
-                if _section(p) == _section(h):
-                    redundancy = 1.0
-                    break
-                if h.dense and p.dense:
-                    redundancy = max(redundancy, _cosine(h.dense, p.dense))
-            value = lambda_ * relevance[id(h)] - (1 - lambda_) * redundancy
-            if value > best_value:
-                best, best_value = h, value
-        picked.append(best)
-        pool.remove(best)
-    return picked
 
 
 _PART_START = r"(?:how|what|which|why|when|where|who|whom|whose|can|could|does|do|did|is|are|should|would|will)"

@@ -16,17 +16,23 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_common import subjects
+from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_buckets, open_document_index, open_sessions_bucket
+from rag_common.transport.buckets import (
+    open_assessments_bucket,
+    open_buckets,
+    open_document_index,
+    open_sessions_bucket,
+)
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody
 from rag_gateway.answers import AnswerHub
-from rag_gateway.api import collections, documents, health, keys, openai, query, sessions
+from rag_gateway.api import assessments, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
@@ -117,6 +123,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     hub = AnswerHub()
     broker = build_broker(settings, telemetry, hub)
     gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))
+    gateway.assessment_metrics = AssessmentMetrics(telemetry.registry)
     stats = JetStreamStats(telemetry.registry)
 
     layout = layout_of(broker)
@@ -135,6 +142,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)
+        gateway.assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
         log_auth_state(settings)
         await broker.start()
         watcher = asyncio.create_task(monitor(gateway, stats))
@@ -162,6 +170,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.include_router(query.router)
     app.include_router(sessions.router)
     app.include_router(collections.router)
+    app.include_router(assessments.router)
     app.include_router(keys.router)
     app.include_router(openai.router)
     install_web(app)

@@ -10,6 +10,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
 from rag_common import subjects
+from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
 from rag_common.sessions import SessionStore
@@ -86,6 +87,8 @@ class Gateway:
     sessions: SessionStore | None = None
     objects: Any = None
     keys: KeyStore | None = None
+    assessments: AssessmentStore | None = None
+    assessment_metrics: AssessmentMetrics | None = None
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

@@ -52,6 +52,9 @@ class GatewaySettings(ServiceSettings):
     stats_interval_s: float = Field(
         10.0, gt=0, description="how often JetStream backlog (pending, ack-pending, dead letters) is read for /metrics"
     )
+    assessment_timeout_s: float = Field(
+        900.0, gt=0, description="how long an assessment's event stream waits for its next progress before giving up"
+    )
     session_max_turns: int = Field(10, ge=1, le=100, description="turns kept per conversation (session_id)")
     session_ttl_s: float = Field(86400.0, gt=0, description="a conversation idle this long is forgotten")
     auth: Literal["off", "on"] = Field(

@@ -37,6 +37,7 @@ def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: M
         "ingest": dict(store),
         "retriever": dict(store),
         "generator": {"model_dir": model_dir},
+        "evaluator": {"model_dir": model_dir},
     }
     for service, values in overrides.items():
         merged.setdefault(service, {}).update(values)

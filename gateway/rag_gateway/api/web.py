@@ -18,6 +18,11 @@ async def page() -> FileResponse:
     return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
 
 
+@router.get("/assessments")
+async def assessments_page() -> FileResponse:
+    return FileResponse(STATIC_DIR / "assessments.html", media_type="text/html; charset=utf-8")
+
+
 @router.get("/widget.js")
 async def widget() -> FileResponse:
     return FileResponse(STATIC_DIR / "widget.js", media_type="text/javascript; charset=utf-8")

@@ -36,6 +36,7 @@ from rag_common.messages import (
     QueryRetrieved,
     QueryRouted,
 )
+from rag_common.messages.assessment import AssessmentDrafted, AssessmentRequested, AssessmentRetrieved
 
 VERSION = "0.1.0"
 DEFAULT_OUT = Path("docs/asyncapi.json")
@@ -114,6 +115,32 @@ CHANNELS: tuple[Channel, ...] = (
         "evaluator",
         "The drafted answer with its citations and usage.",
         subjects.QUERY_STREAM,
+    ),
+    Channel(
+        subjects.ASSESSMENT_REQUESTED,
+        AssessmentRequested,
+        "gateway",
+        "retriever",
+        "An assessment blueprint; the job's state waits in the key-value bucket "
+        f"{subjects.ASSESSMENTS_BUCKET!r}, which every stage updates.",
+        subjects.ASSESSMENT_STREAM,
+    ),
+    Channel(
+        subjects.ASSESSMENT_RETRIEVED,
+        AssessmentRetrieved,
+        "retriever",
+        "generator",
+        "Each question spec with its passages and foils for distractors (round 2, from the evaluator: the "
+        "questions to write again).",
+        subjects.ASSESSMENT_STREAM,
+    ),
+    Channel(
+        subjects.ASSESSMENT_DRAFTED,
+        AssessmentDrafted,
+        "generator",
+        "evaluator",
+        "Each question spec with its written question, to be validated.",
+        subjects.ASSESSMENT_STREAM,
     ),
     Channel(
         f"{ANSWER}.delta",
@@ -201,7 +228,8 @@ def specification() -> AsyncAPI:
         description=(
             "Every NATS subject of the system and the message on it. Streams: "
             f"{subjects.INGEST_STREAM} ({subjects.INGEST_SUBJECTS}), {subjects.QUERY_STREAM} "
-            f"({subjects.QUERY_SUBJECTS}), {subjects.DLQ_STREAM} ({subjects.DLQ_SUBJECTS}); answers and pings "
+            f"({subjects.QUERY_SUBJECTS}), {subjects.ASSESSMENT_STREAM} ({subjects.ASSESSMENT_SUBJECTS}), "
+            f"{subjects.DLQ_STREAM} ({subjects.DLQ_SUBJECTS}); answers and pings "
             "are core NATS. Every message has a versioned `type` and ignores unknown fields."
         ),
     )

@@ -346,6 +346,21 @@ class EdgeStore:
             found[(str(payload.get("document_id", "")), int(payload.get("chunk_index", 0)))] = payload
         return found
 
+    def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` chunk payloads (without sentence vectors); as ``VectorStore.scroll_chunks``."""
+        found: list[dict[str, Any]] = []
+        offset: Any = None
+        with self._lock:
+            shard = self._existing(qdrant_collection(collection))
+            while len(found) < limit:
+                points, offset = shard.scroll(
+                    ScrollRequest(offset=offset, limit=min(256, limit - len(found)), with_payload=True)
+                )
+                found.extend({k: v for k, v in (p.payload or {}).items() if k != "sentence_vectors"} for p in points)
+                if offset is None or not points:
+                    break
+        return found
+
     def count(self, collection: str) -> int:
         # The shard's own tally of live points: exact (deletions included) and O(1), where an
         # exact CountRequest walks every point (1.2 ms at 20k, on every retrieval's calibration check).

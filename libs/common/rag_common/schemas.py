@@ -33,6 +33,12 @@ from rag_common.messages import (
     QueryRetrieved,
     QueryRouted,
 )
+from rag_common.messages.assessment import (
+    AssessmentDrafted,
+    AssessmentRequested,
+    AssessmentRetrieved,
+    AssessmentState,
+)
 
 # Messages on NATS subjects, plus what is kept in a bucket (document status) or the vector store
 # (chunk payloads): every shape another process reads.
@@ -49,6 +55,10 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     QueryAnswered,
     AnswerDelta,
     AnswerError,
+    AssessmentRequested,
+    AssessmentRetrieved,
+    AssessmentDrafted,
+    AssessmentState,
 )
 DEFAULT_DIR = Path("docs/schemas")
 

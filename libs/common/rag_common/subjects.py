@@ -28,6 +28,16 @@ RETRIEVER_CONSUMER = "retriever"
 GENERATOR_CONSUMER = "generator"
 EVALUATOR_CONSUMER = "evaluator"
 
+# --- Assessments: one subject per stage, JetStream work queue, file storage (a job takes minutes) ----
+ASSESSMENT_STREAM = "RAG_ASSESSMENT"
+ASSESSMENT_SUBJECTS = f"{PREFIX}.assessment.>"
+ASSESSMENT_REQUESTED = f"{PREFIX}.assessment.requested"  # rag.assessment.requested.v1
+ASSESSMENT_RETRIEVED = f"{PREFIX}.assessment.retrieved"  # rag.assessment.retrieved.v1 (round 2: regenerate)
+ASSESSMENT_DRAFTED = f"{PREFIX}.assessment.drafted"  # rag.assessment.drafted.v1
+RETRIEVER_ASSESSMENT_CONSUMER = "retriever-assessment"
+GENERATOR_ASSESSMENT_CONSUMER = "generator-assessment"
+EVALUATOR_ASSESSMENT_CONSUMER = "evaluator-assessment"
+
 # --- Dead letters (a stream of their own, so nothing that failed is lost) ------------------------
 DLQ_STREAM = "RAG_DLQ"
 DLQ_SUBJECTS = f"{PREFIX}.dlq.>"
@@ -68,4 +78,5 @@ DOCUMENTS_BUCKET = "rag-documents"  # object store: uploaded bytes
 DOC_STATUS_BUCKET = "rag-doc-status"  # key-value: document status
 DOC_INDEX_BUCKET = "rag-doc-index"  # key-value: which documents each collection holds (listings)
 SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns per session id (TTL)
+ASSESSMENTS_BUCKET = "rag-assessments"  # key-value: assessment jobs (state, progress, result) by id
 API_KEYS_BUCKET = "rag-api-keys"  # key-value: gateway API keys by id (hashes only, never the key)

@@ -181,6 +181,7 @@ class Store(Protocol):
         self, collection: str, keys: Sequence[tuple[str, str, int]]
     ) -> dict[tuple[str, int], dict[str, Any]]: ...
     def count(self, collection: str) -> int: ...
+    def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]: ...
     def best_similarities(self, collection: str, vectors: Sequence[list[float]]) -> list[float]: ...
     def close(self) -> None: ...
 
@@ -442,6 +443,22 @@ class VectorStore:
         for point in points:
             payload = dict(point.payload or {})
             found[(str(payload.get("document_id", "")), int(payload.get("chunk_index", 0)))] = payload
+        return found
+
+    def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` chunk payloads of a collection (without sentence vectors), in the store's
+        order: what an assessment plans its units and distractors from."""
+        name = qdrant_collection(collection)
+        found: list[dict[str, Any]] = []
+        offset: Any = None
+        with self._guard():
+            while len(found) < limit:
+                points, offset = self.client.scroll(
+                    name, limit=min(256, limit - len(found)), offset=offset, with_payload=True, with_vectors=False
+                )
+                found.extend({k: v for k, v in (p.payload or {}).items() if k != "sentence_vectors"} for p in points)
+                if offset is None or not points:
+                    break
         return found
 
     def count(self, collection: str) -> int:

@@ -32,7 +32,7 @@ from rag_evaluator.settings import EvaluatorSettings
 from rag_gateway.settings import GatewaySettings
 from rag_generator.settings import GeneratorSettings
 from rag_ingest.settings import IngestSettings
-from rag_retriever.settings import RetrieverSettings
+from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
 from rag_router.settings import RouterSettings
 
 DEFAULT_OUT = Path("docs/CONFIGURATION.md")
@@ -56,6 +56,8 @@ SERVICES: tuple[Reader, ...] = (
     Reader("gateway", GatewaySettings),
 )
 DEV_RUNNER = Reader("make run", DevRunSettings)
+# Settings a service reads beside its own class: their rows go to that service's section.
+EXTRAS: tuple[Reader, ...] = (Reader("retriever", AssessmentRecipeSettings),)
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,7 @@ def collect() -> tuple[list[Row], list[Row], dict[str, list[Row]]]:
     family: dict[str, Row] = {}
     own: dict[str, list[Row]] = {reader.name: [] for reader in (*SERVICES, DEV_RUNNER)}
     base_fields = ServiceSettings.model_fields
-    for reader in (*SERVICES, DEV_RUNNER):
+    for reader in (*SERVICES, *EXTRAS, DEV_RUNNER):
         settings = reader.settings
         for field_name, field in settings.model_fields.items():
             names = env_names(settings, field_name, field)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from typing import Any
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
@@ -11,12 +13,16 @@ from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
 from rag_common import subjects
+from rag_common.assessments import AssessmentStore
+from rag_common.embedding import get_embedder
 from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer
 from rag_common.transport.service import create_service, register_ping
+from rag_evaluator.assessing import register_assessments
 from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
@@ -79,7 +85,10 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
         )
 
 
-def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+def build_broker(
+    settings: EvaluatorSettings, telemetry: ServiceTelemetry, state: dict[str, Any] | None = None
+) -> NatsBroker:
+    state = state if state is not None else {}
     broker = make_broker(settings, telemetry)
     flags_total = Counter(
         "rag_answer_flags_total", "Answers carrying each quality flag", ["flag"], registry=telemetry.registry
@@ -113,9 +122,29 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
         work=on_drafted,
     )
     register_ping(broker, "evaluator")
+    register_assessments(broker, settings, telemetry, state)
     return broker
 
 
 def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("evaluator", settings=settings)
-    return create_service(build_broker(settings, telemetry), settings, telemetry)
+    state: dict[str, Any] = {}
+    broker = build_broker(settings, telemetry, state)
+
+    async def load() -> None:
+        # MiniLM embeds assessment stems for the near-duplicate check (shared in the dev runner).
+        # Without its folder the check compares the quoted sentences only, and says so.
+        if not settings.resolved_model_dir.is_dir():
+            log.warning(
+                "no embedding model at %s (RAG_MODEL_DIR): assessment near-duplicates are found by shared "
+                "sentences only, not by stem similarity",
+                settings.resolved_model_dir,
+            )
+            return
+        embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
+        state["embed"] = embedder.embed_dense
+
+    async def connected() -> None:
+        state["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -8,12 +8,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import Any
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
 from rag_common import subjects
+from rag_common.assessments import AssessmentStore
 from rag_common.citations import cited_numbers
 from rag_common.conflicts import find_conflicts
 from rag_common.embedding import get_embedder
@@ -22,9 +24,11 @@ from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRe
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import check_collections_file, collection_texts
 from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_delta, publish_stage
 from rag_common.transport.service import create_service, register_ping
+from rag_generator.assessing import register_assessments
 from rag_generator.citations import citations_for, is_refusal
 from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply
 from rag_generator.guard import StreamGuard
@@ -136,6 +140,7 @@ class Generator:
                 raise ValueError("Generator needs a broker to publish deltas, or an on_delta callback")
             on_delta = partial(publish_delta, broker)
         self.settings = settings
+        self.assessments: dict[str, Any] = {}  # the assessments bucket, once connected
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
@@ -319,6 +324,7 @@ def build_broker(settings: GeneratorSettings, telemetry: ServiceTelemetry) -> tu
         }
 
     register_ping(broker, "generator", check)
+    register_assessments(broker, settings, telemetry, generator.assessments)
     return broker, generator
 
 
@@ -335,4 +341,7 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
             generator.scorer = embedding_scorer(embedder, settings.sentence_cache_size)
 
-    return create_service(broker, settings, telemetry, load=load)
+    async def connected() -> None:
+        generator.assessments["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

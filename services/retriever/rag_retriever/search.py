@@ -127,6 +127,10 @@ class Retriever:
         self.steps: list[Step] = build_steps(self, reranker)
         log.info("retriever steps: %s", describe(self.steps))
 
+    def embed_text(self, text: str) -> tuple[list[float], SparseVector]:
+        """A text's MiniLM and BM25 vectors (cached like a question's)."""
+        return self._embed(text)
+
     # --- the steps ----------------------------------------------------------------------------
 
     def embed(self, p: Pass) -> None:

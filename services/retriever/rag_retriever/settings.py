@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_common.settings import StoreSettings
 
@@ -108,3 +108,33 @@ class RetrieverSettings(StoreSettings):
     @property
     def resolved_reranker_model_dir(self) -> Path:
         return self.reranker_model_dir or self.data_dir / "models" / RERANKER_FOLDER
+
+
+class AssessmentRecipeSettings(BaseSettings):
+    """The published retrieval recipe for assessment questions (``rag_retriever.assessment``): each
+    step's constant. Read by the retriever beside its own settings; variables start with
+    ``RAG_RETRIEVER_ASSESSMENT_``."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_RETRIEVER_ASSESSMENT_", extra="ignore")
+
+    rrf_k: int = Field(60, ge=1, description="assessments: reciprocal rank fusion constant")
+    candidates: int = Field(12, ge=1, le=100, description="assessments: fused candidates per question")
+    neighbours: int = Field(1, ge=0, le=3, description="assessments: chunk index ± this joined")
+    budget_tokens: int = Field(
+        2000, ge=50, le=100_000, description="assessments: token budget of one question's candidates"
+    )
+    tokens_per_word: float = Field(
+        1.3, gt=0, le=4, description="assessments: tokens per word in the budget (words × 1.3)"
+    )
+    usage_penalty: float = Field(
+        0.85, ge=0, le=1, description="assessments: score × this ^ times the chunk was used by earlier questions"
+    )
+    mmr_lambda: float = Field(0.7, ge=0, le=1, description="assessments: MMR relevance weight")
+    passages: int = Field(3, ge=1, le=10, description="assessments: passages picked per question")
+    scan_limit: int = Field(
+        20_000, ge=100, le=1_000_000, description="assessments: chunks read to find units, topics and foils"
+    )
+    foils: int = Field(
+        150, ge=0, le=1000, description="assessments: chunks sampled from the collection for distractor terms"
+    )
+    foil_chars: int = Field(700, ge=100, le=5000, description="assessments: characters kept per foil")

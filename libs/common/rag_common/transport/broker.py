@@ -34,7 +34,10 @@ def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsB
     async def declare_streams(js: JetStreamContext) -> None:
         await ensure_streams(js, settings)
 
-    layout = JetStreamLayout((subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM), declare_streams)
+    layout = JetStreamLayout(
+        (subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.ASSESSMENT_STREAM, subjects.DLQ_STREAM),
+        declare_streams,
+    )
     broker = RagBroker(
         settings.nats_servers,
         publish_timeout_s=settings.publish_timeout_s,

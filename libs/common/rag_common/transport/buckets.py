@@ -36,3 +36,15 @@ async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *,
     return await broker.key_value(
         subjects.SESSIONS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1, ttl=ttl_s
     )
+
+
+async def open_assessments_bucket(broker: NatsBroker, settings: ServiceSettings) -> Any:
+    """The assessment jobs bucket (state, progress and result per id; declared if missing). Kept a
+    week: a teacher comes back for a paper, and nothing else holds it."""
+    return await broker.key_value(
+        subjects.ASSESSMENTS_BUCKET,
+        storage=StorageType.FILE,
+        replicas=settings.js_replicas,
+        history=1,
+        ttl=7 * 24 * 3600.0,
+    )

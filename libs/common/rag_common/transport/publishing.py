@@ -9,7 +9,7 @@ from __future__ import annotations
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.messages import AnswerDelta, Query, QueryAnswered, StageMessage
+from rag_common.messages import AnswerDelta, Message, Query, QueryAnswered, StageMessage
 from rag_common.transport.payload import fitted_json, payload_limit
 
 # Bodies are encoded once, here (the size check needs the bytes anyway), and published as they are.
@@ -24,6 +24,13 @@ async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str)
     body = fitted_json(message, payload_limit(broker))
     headers = {"Nats-Msg-Id": f"{message.query.request_id}:{subject}", **JSON}
     await broker.publish(body, subject, stream=subjects.QUERY_STREAM, headers=headers)
+
+
+async def publish_assessment(broker: NatsBroker, message: Message, subject: str, message_id: str) -> None:
+    """Hand an assessment to its next stage; ``message_id`` makes a redelivered stage's repeat a no-op."""
+    body = fitted_json(message, payload_limit(broker))
+    headers = {"Nats-Msg-Id": message_id, **JSON}
+    await broker.publish(body, subject, stream=subjects.ASSESSMENT_STREAM, headers=headers)
 
 
 async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) -> None:

@@ -27,10 +27,11 @@ log = logging.getLogger(__name__)
 
 INGEST_JSTREAM = JStream(subjects.INGEST_STREAM, declare=False)
 QUERY_JSTREAM = JStream(subjects.QUERY_STREAM, declare=False)
+ASSESSMENT_JSTREAM = JStream(subjects.ASSESSMENT_STREAM, declare=False)
 
 
 def stream_configs(settings: ServiceSettings) -> list[StreamConfig]:
-    """The three streams: durable ingest work, short-lived query stages, and dead letters."""
+    """The streams: durable ingest work, short-lived query stages, assessment jobs, and dead letters."""
     return [
         StreamConfig(
             name=subjects.INGEST_STREAM,
@@ -49,6 +50,15 @@ def stream_configs(settings: ServiceSettings) -> list[StreamConfig]:
             num_replicas=settings.js_replicas,
             duplicate_window=120.0,
             discard=DiscardPolicy.OLD,
+        ),
+        StreamConfig(
+            name=subjects.ASSESSMENT_STREAM,
+            subjects=[subjects.ASSESSMENT_SUBJECTS],
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE,
+            max_age=24 * 3600.0,
+            num_replicas=settings.js_replicas,
+            duplicate_window=120.0,
         ),
         StreamConfig(
             name=subjects.DLQ_STREAM,

@@ -1,0 +1,236 @@
+"""Assessments: a blueprint in, an id back at once; progress, the paper and its exports by id."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rag_common import subjects
+from rag_common.messages import new_id
+from rag_common.messages.assessment import (
+    Assessment,
+    AssessmentRequested,
+    AssessmentState,
+    BloomLevel,
+    Blueprint,
+    Difficulty,
+    QuestionKind,
+)
+from rag_common.names import Collection
+from rag_common.telemetry import current_trace_id
+from rag_gateway.access import Authenticated, authenticate, require
+from rag_gateway.auth import Right
+from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.errors import ApiError, request_id
+from rag_gateway.exports import to_gift, to_markdown
+from rag_gateway.openapi import errors
+
+router = APIRouter(prefix="/v1/assessments", tags=["assessments"], dependencies=[Depends(authenticate)])
+log = logging.getLogger("rag.gateway")
+
+MAX_QUESTIONS = 100
+MAX_UNITS = 50
+FINISHED = ("done", "failed")
+
+
+def _default_levels() -> list[BloomLevel]:
+    return ["remember", "understand"]
+
+
+class AssessmentIn(BaseModel):
+    """A blueprint: which material, how many questions of each type, how hard, which Bloom levels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: Collection = "default"
+    units: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        default_factory=list,
+        max_length=MAX_UNITS,
+        description="documents (source name) or heading paths ('Billing > Refunds'); empty: the whole collection",
+    )
+    counts: dict[QuestionKind, Annotated[int, Field(ge=0, le=MAX_QUESTIONS)]] = Field(
+        ..., description='questions per type, e.g. {"mcq": 10, "short": 5, "long": 2}'
+    )
+    difficulty: Difficulty = "medium"
+    bloom_levels: list[BloomLevel] = Field(default_factory=_default_levels, min_length=1)
+    total_marks: int | None = Field(None, ge=1, le=10_000, description="marks of the paper; default 1/3/6 per type")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="the same seed and material give the same paper")
+
+    @field_validator("counts")
+    @classmethod
+    def _some_questions(cls, counts: dict[QuestionKind, int]) -> dict[QuestionKind, int]:
+        total = sum(counts.values())
+        if total == 0:
+            raise ValueError("ask for at least one question (counts of mcq, short or long)")
+        if total > MAX_QUESTIONS:
+            raise ValueError(f"at most {MAX_QUESTIONS} questions per assessment, got {total}")
+        return counts
+
+
+class AssessmentAccepted(BaseModel):
+    id: str
+    status: str
+    request_id: str
+
+
+async def _store(gateway: Gateway) -> Any:
+    if gateway.assessments is None:
+        raise ApiError(503, "unavailable", "the assessments bucket is not open yet")
+    return gateway.assessments
+
+
+@router.post("", status_code=202, response_model=AssessmentAccepted, responses=errors(404, 422, 503))
+async def create_assessment(
+    body: AssessmentIn, request: Request, gateway: GatewayDep, principal: Authenticated
+) -> JSONResponse:
+    """Queue an assessment; its id comes back at once, its progress and paper from ``GET /{id}``."""
+    require(principal, body.collection, Right.READ)
+    rid = request_id(request)
+    store = await _store(gateway)
+    if gateway.status is not None:
+        known = {r.collection for r in await gateway.status.list()}
+        if body.collection not in known:
+            raise ApiError(404, "collection_not_found", f"collection {body.collection!r} has no documents")
+    total = sum(body.counts.values())
+    if body.total_marks is not None and body.total_marks < total:
+        raise ApiError(
+            422, "invalid_request", f"total_marks {body.total_marks} is less than one per question ({total})"
+        )
+    blueprint = Blueprint.model_validate(body.model_dump())
+    job = Assessment(id=new_id(), request_id=rid, blueprint=blueprint, trace_id=current_trace_id())
+    now = time.time()
+    state = AssessmentState(
+        id=job.id, request_id=rid, trace_id=job.trace_id, blueprint=blueprint, created_at=now, updated_at=now
+    )
+    state.counts.requested = total
+    state.progress.total = total
+    try:
+        await store.put(state)
+        await gateway.broker.publish(
+            AssessmentRequested(assessment=job),
+            subjects.ASSESSMENT_REQUESTED,
+            stream=subjects.ASSESSMENT_STREAM,
+            headers={"Nats-Msg-Id": f"{job.id}:requested"},
+        )
+    except Exception as exc:
+        raise ApiError(503, "unavailable", f"could not queue the assessment: {exc}") from exc
+    if gateway.assessment_metrics is not None:
+        gateway.assessment_metrics.assessments.labels("started").inc()
+    log.info("assessment %s queued for collection %s (%d questions)", job.id, body.collection, total)
+    accepted = AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
+    return JSONResponse(accepted.model_dump(), status_code=202, headers={"Location": f"/v1/assessments/{job.id}"})
+
+
+async def _state(gateway: Gateway, assessment_id: str, principal: Any) -> AssessmentState:
+    store = await _store(gateway)
+    state: AssessmentState | None = await store.get(assessment_id) if len(assessment_id) <= 64 else None
+    if state is None:
+        raise ApiError(404, "assessment_not_found", f"no assessment {assessment_id!r}")
+    require(principal, state.blueprint.collection, Right.READ)
+    return state
+
+
+@router.get("/{assessment_id}", response_model=AssessmentState, responses=errors(404))
+async def get_assessment(assessment_id: str, gateway: GatewayDep, principal: Authenticated) -> AssessmentState:
+    """Status, progress and, once done, every question with its key, citations and validation."""
+    return await _state(gateway, assessment_id, principal)
+
+
+@router.get(
+    "/{assessment_id}/events",
+    response_class=EventSourceResponse,
+    responses={
+        **errors(404),
+        200: {"description": "`progress` events (the state without questions), then `done` (the state) or `error`"},
+    },
+)
+async def assessment_events(
+    assessment_id: str, gateway: GatewayDep, principal: Authenticated
+) -> AsyncIterator[ServerSentEvent]:
+    """Progress as the stages report it, then the finished paper (``done``) or the failure (``error``)."""
+    state = await _state(gateway, assessment_id, principal)
+    deadline = time.monotonic() + gateway.settings.assessment_timeout_s
+    watcher = await gateway.assessments.kv.watch(assessment_id)  # type: ignore[union-attr]
+    try:
+        while True:
+            yield _event(state)
+            if state.status in FINISHED:
+                return
+            state = await _next_state(watcher, state, deadline)
+    except TimeoutError:
+        yield ServerSentEvent(
+            event="error", data={"code": "timeout", "message": "no progress in time", "id": assessment_id}
+        )
+    finally:
+        await watcher.stop()
+
+
+async def _next_state(watcher: Any, current: AssessmentState, deadline: float) -> AssessmentState:
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        try:
+            entry = await watcher.updates(timeout=remaining)
+        except Exception as exc:  # nats' own TimeoutError is not the builtin one
+            if "timeout" in type(exc).__name__.lower():
+                raise TimeoutError from None
+            raise
+        if entry is None or entry.value is None:
+            continue
+        state = AssessmentState.model_validate_json(entry.value)
+        if state.updated_at != current.updated_at:
+            return state
+
+
+def _event(state: AssessmentState) -> ServerSentEvent:
+    if state.status == "done":
+        return ServerSentEvent(event="done", data=state.model_dump(mode="json"))
+    if state.status == "failed":
+        return ServerSentEvent(
+            event="error", data={"code": "assessment_failed", "message": state.error, "id": state.id}
+        )
+    return ServerSentEvent(event="progress", data=state.model_dump(mode="json", exclude={"questions"}))
+
+
+ExportFormat = Literal["json", "markdown", "gift"]
+_MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "md"), "gift": ("text/plain", "gift")}
+
+
+@router.get(
+    "/{assessment_id}/export",
+    responses={
+        **errors(404, 409),
+        200: {
+            "model": AssessmentState,
+            "description": "the paper as JSON (the AssessmentState), Markdown (paper and answer key) or Moodle GIFT",
+            "content": {"text/markdown": {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
+        },
+    },
+)
+async def export_assessment(
+    assessment_id: str,
+    gateway: GatewayDep,
+    principal: Authenticated,
+    format: Annotated[ExportFormat, Query(description="json, markdown or gift")] = "json",
+) -> Response:
+    """Download a finished assessment."""
+    state = await _state(gateway, assessment_id, principal)
+    if state.status != "done":
+        raise ApiError(409, "assessment_not_done", f"assessment {assessment_id} is {state.status}, not done")
+    media, extension = _MEDIA[format]
+    if format == "json":
+        body = state.model_dump_json(indent=2)
+    elif format == "markdown":
+        body = to_markdown(state)
+    else:
+        body = to_gift(state)
+    headers = {"Content-Disposition": f'attachment; filename="assessment-{assessment_id[:8]}.{extension}"'}
+    return Response(body, media_type=f"{media}; charset=utf-8", headers=headers)

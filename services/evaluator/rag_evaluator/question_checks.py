@@ -1,0 +1,150 @@
+"""Checks of one assessment question against the passages it cites (pure).
+
+- ``key_supported``: the key (MCQ) or every quoted sentence of the model answer is in a cited passage;
+- ``no_distractor_supported``: no distractor is in the cited passage;
+- ``well_formed``: an MCQ has four distinct options and its key among them; a short or long stem is
+  answerable without options (it names none, has no blank, and asks something);
+- ``bloom_verb``: the stem opens with a verb of its Bloom level (``BLOOM_VERBS``);
+- ``not_duplicate``: its stem's embedding is within ``NEAR_DUPLICATE_COSINE`` of no earlier accepted
+  question's, and it does not rest on a sentence an earlier question rests on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rag_common.messages import Passage
+from rag_common.messages.assessment import BLOOM_VERBS, Question, Validation
+from rag_common.quotable import candidate_sentences, normal_words
+
+# Two stems whose MiniLM cosine is above this ask the same thing (docs/ASSESSMENTS.md shows the
+# cosines measured on the evaluation papers).
+NEAR_DUPLICATE_COSINE = 0.90
+_OPTION_WORDS = re.compile(r"\b(which of the following|the options?|above|below|choose|select one)\b", re.IGNORECASE)
+
+
+def passage_words(passage: Passage) -> str:
+    """The passage as words, raw and as its cleaned quotable units (markup and links removed)."""
+    units = " | ".join(normal_words(c.text) for c in candidate_sentences([passage]))
+    return f" {normal_words(passage.text)} | {units} "
+
+
+def holds(passage: Passage, text: str) -> bool:
+    words = normal_words(text)
+    return bool(words) and f" {words} " in passage_words(passage)
+
+
+_SYMBOL = re.compile(r"[$%€£]")
+
+
+def holds_term(passage: Passage, term: str) -> bool:
+    """Whether the passage holds a term: a value with a symbol ($12, 5%) as written (spaces aside),
+    so "$30" is not found in "30 days"; any other term by its words."""
+    if _SYMBOL.search(term):
+        flat = " ".join(term.split()).lower()
+        return flat in " ".join(passage.text.split()).lower() or flat.replace(" ", "") in passage.text.lower()
+    return holds(passage, term)
+
+
+def cited_passages(question: Question, passages: Sequence[Passage]) -> list[Passage]:
+    keys = {(c.source, c.chunk_index) for c in question.citations}
+    return [p for p in passages if (p.source, p.chunk_index) in keys]
+
+
+def key_supported(question: Question, passages: Sequence[Passage]) -> bool:
+    cited = cited_passages(question, passages)
+    if not cited or not question.citations:
+        return False
+    if question.kind == "mcq":
+        quote = question.citations[0].quote
+        return any(holds_term(p, question.answer) for p in cited) and (not quote or any(holds(p, quote) for p in cited))
+    return all(any(holds(p, c.quote) for p in cited) for c in question.citations if c.quote) and any(
+        c.quote for c in question.citations
+    )
+
+
+def supported_distractors(question: Question, passages: Sequence[Passage]) -> list[str]:
+    """The distractors the cited passage holds (a wrong option the material states as the answer)."""
+    if question.kind != "mcq":
+        return []
+    cited = cited_passages(question, passages)
+    return [
+        o for i, o in enumerate(question.options) if i != question.answer_index and any(holds_term(p, o) for p in cited)
+    ]
+
+
+def well_formed(question: Question) -> str | None:
+    """Why the question is malformed, or None."""
+    if question.kind == "mcq":
+        options = [normal_words(o) for o in question.options]
+        if len(options) != 4 or len(set(options)) != 4:
+            return "an MCQ needs four distinct options"
+        if question.answer_index is None or not 0 <= question.answer_index < 4:
+            return "the key is not among the options"
+        if question.options[question.answer_index] != question.answer:
+            return "the key is not the option marked correct"
+        return None
+    if _OPTION_WORDS.search(question.stem) or "___" in question.stem:
+        return "the stem needs options to be answered"
+    if len(question.stem.split()) < 5:
+        return "the stem is too short to ask anything"
+    return None
+
+
+def bloom_verb(question: Question) -> bool:
+    first = re.findall(r"[A-Za-z]+", question.stem[:40])
+    return bool(first) and first[0].lower() in BLOOM_VERBS[question.bloom]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=False))
+
+
+def duplicate_of(
+    vector: Sequence[float] | None,
+    quotes: set[str],
+    accepted: Sequence[tuple[Question, Sequence[float] | None]],
+    threshold: float = NEAR_DUPLICATE_COSINE,
+) -> str | None:
+    """Why the question repeats an accepted one (its stem's cosine, or a shared quoted sentence)."""
+    for other, other_vector in accepted:
+        if quotes & {normal_words(c.quote) for c in other.citations if c.quote}:
+            return f"rests on the same sentence as question {other.index}"
+        if vector is not None and other_vector is not None:
+            similarity = cosine(vector, other_vector)
+            if similarity > threshold:
+                return f"stem is a near-duplicate of question {other.index} (cosine {similarity:.2f})"
+    return None
+
+
+def validate(
+    question: Question,
+    passages: Sequence[Passage],
+    vector: Sequence[float] | None,
+    accepted: Sequence[tuple[Question, Sequence[float] | None]],
+    threshold: float = NEAR_DUPLICATE_COSINE,
+) -> Validation:
+    """Every check of one question, and why each failed one failed."""
+    reasons: list[str] = []
+    checks: dict[str, bool] = {}
+    checks["key_supported"] = key_supported(question, passages)
+    if not checks["key_supported"]:
+        reasons.append("the key is not supported by the cited passage")
+    supported = supported_distractors(question, passages)
+    checks["no_distractor_supported"] = not supported
+    if supported:
+        reasons.append(f"distractor(s) supported by the passage: {supported}")
+    malformed = well_formed(question)
+    checks["well_formed"] = malformed is None
+    if malformed:
+        reasons.append(malformed)
+    checks["bloom_verb"] = bloom_verb(question)
+    if not checks["bloom_verb"]:
+        reasons.append(f"the stem does not open with a '{question.bloom}' verb")
+    quotes = {normal_words(c.quote) for c in question.citations if c.quote}
+    duplicate = duplicate_of(vector, quotes, accepted, threshold)
+    checks["not_duplicate"] = duplicate is None
+    if duplicate:
+        reasons.append(duplicate)
+    return Validation(valid=all(checks.values()), checks=checks, reasons=reasons)

@@ -1,0 +1,126 @@
+"""The retriever's stage of an assessment: passages for every question spec of a blueprint, by the
+published recipe (``rag_retriever.assessment``: hybrid + RRF, neighbours, word budget, usage
+penalty, MMR), and foils for distractors. Blocking: the handler runs it in a thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_common.messages import Passage
+from rag_common.messages.assessment import Assessment, AssessmentItem, QuestionSpec
+from rag_common.transport.consuming import PermanentError
+from rag_common.vectors import DENSE, SPARSE, SideQuery
+from rag_retriever.assessment import (
+    Key,
+    Scored,
+    assign_topics,
+    expand_neighbours,
+    fit_word_budget,
+    in_unit,
+    mmr_select,
+    penalise_usage,
+    plan_specs,
+    reciprocal_rank_fusion,
+    record_usage,
+    sample_foils,
+    sections_of,
+    topic_query,
+    unit_sections,
+)
+from rag_retriever.search import Retriever
+from rag_retriever.settings import AssessmentRecipeSettings
+
+
+def assessment_items(
+    retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment
+) -> tuple[list[AssessmentItem], list[Passage]]:
+    """Each spec of the blueprint with its passages, and foils for distractors."""
+    s, blueprint, store = recipe_settings, job.blueprint, retriever.store
+    collection = blueprint.collection
+    if not store.collection_exists(collection):
+        raise PermanentError("collection_not_found", f"unknown collection {collection!r}", 404)
+    chunks = store.scroll_chunks(collection, s.scan_limit)
+    sections = sections_of(chunks)
+    missing = [unit for unit in blueprint.units if not unit_sections(sections, unit)]
+    if missing:
+        raise PermanentError(
+            "unit_not_found",
+            f"no document or heading of collection {collection!r} matches unit(s) {missing}: "
+            "name a document by its source or a heading path such as 'Billing > Refunds'",
+            422,
+        )
+    by_key: dict[Key, dict[str, Any]] = {
+        (str(c.get("document_id", "")), int(c.get("chunk_index", 0))): c for c in chunks
+    }
+    specs = assign_topics(plan_specs(blueprint), sections, blueprint.seed)
+    used: dict[Key, int] = {}
+    items = []
+    for spec in specs:
+        picked = recipe(retriever, s, collection, spec, used, by_key)
+        record_usage(used, picked)
+        passages = [_passage(n, c) for n, c in enumerate(picked, start=1)]
+        items.append(AssessmentItem(spec=spec, passages=passages))
+    foils = [
+        _passage(n, Scored(key=("", 0), score=0.0, payload=c))
+        for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
+    ]
+    return items, foils
+
+
+def recipe(
+    retriever: Retriever,
+    s: AssessmentRecipeSettings,
+    collection: str,
+    spec: QuestionSpec,
+    used: dict[Key, int],
+    chunks: dict[Key, dict[str, Any]],
+) -> list[Scored]:
+    """Hybrid search fused by RRF, neighbours, word budget, usage penalty, MMR (in that order)."""
+    source = spec.topic.partition(" > ")[0]
+    dense, sparse = retriever.embed_text(topic_query(spec.topic) or spec.unit or "overview")
+    dense = list(dense)
+    sides = [SideQuery(DENSE, dense, s.candidates * 3), SideQuery(SPARSE, sparse, s.candidates * 3)]
+    store = retriever.store
+    rankings = store.search_sides(collection, sides, filters={"source": source} if source else {})
+    fused = reciprocal_rank_fusion([[point for point, _ in r] for r in rankings], s.rrf_k)
+    hits = store.fetch_hits(collection, [point for point, _ in fused], dense)
+    candidates = []
+    for point, score in fused:
+        hit = hits.get(point)
+        if hit is None or hit.payload.get("boilerplate"):
+            continue
+        path = hit.payload.get("section_path") or [hit.payload.get("section", "")]
+        if not in_unit(str(hit.payload.get("source", "")), [str(p) for p in path], spec.unit):
+            continue
+        key = (str(hit.payload.get("document_id", "")), int(hit.payload.get("chunk_index", 0)))
+        candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))
+        if len(candidates) >= s.candidates:
+            break
+    if not candidates:  # the search found nothing of the unit: the topic section's own chunks
+        heading = spec.topic.partition(" > ")[2]
+        candidates = [
+            Scored(key=key, score=0.0, payload=payload)
+            for key, payload in sorted(chunks.items())
+            if payload.get("source") == source
+            and " > ".join(str(p) for p in payload.get("section_path") or [payload.get("section", "")]) == heading
+        ][: s.candidates]
+    candidates = expand_neighbours(candidates, chunks, s.neighbours)
+    candidates = fit_word_budget(candidates, s.budget_tokens, s.tokens_per_word)
+    candidates = penalise_usage(candidates, used, s.usage_penalty)
+    return mmr_select(candidates, s.passages, s.mmr_lambda)
+
+
+def _passage(n: int, c: Scored) -> Passage:
+    p = c.payload
+    return Passage(
+        n=n,
+        source=str(p.get("source", "")),
+        section=str(p.get("section", "")),
+        page=p.get("page"),
+        chunk_index=int(p.get("chunk_index", 0)),
+        score=round(c.score, 6),
+        text=str(p.get("text", "")),
+        document_id=str(p.get("document_id", "")),
+        kind=p.get("kind", "text"),
+        injection_spans=[tuple(span) for span in p.get("injection_spans") or []],
+    )

@@ -1,0 +1,127 @@
+"""The published retrieval recipe for assessments, step by step, with its constants."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.messages.assessment import Blueprint
+from rag_retriever.assessment import (
+    Scored,
+    assign_topics,
+    distribute_marks,
+    expand_neighbours,
+    fit_word_budget,
+    in_unit,
+    mmr_select,
+    penalise_usage,
+    plan_specs,
+    reciprocal_rank_fusion,
+    record_usage,
+    sections_of,
+)
+from rag_retriever.settings import AssessmentRecipeSettings
+
+pytestmark = pytest.mark.unit
+
+
+def chunk(doc: str, index: int, text: str, section: str = "S") -> dict[str, object]:
+    return {"document_id": doc, "chunk_index": index, "text": text, "section": section, "source": f"{doc}.md"}
+
+
+def scored(doc: str, index: int, score: float, text: str = "x", dense: list[float] | None = None) -> Scored:
+    return Scored(key=(doc, index), score=score, payload=chunk(doc, index, text), dense=dense)
+
+
+def test_the_constants_are_the_published_ones() -> None:
+    s = AssessmentRecipeSettings()
+    assert s.rrf_k == 60
+    assert s.neighbours == 1
+    assert s.tokens_per_word == 1.3
+    assert s.usage_penalty == 0.85
+    assert s.mmr_lambda == 0.7
+
+
+def test_rrf_sums_one_over_k_plus_rank() -> None:
+    fused = dict(reciprocal_rank_fusion([["a", "b", "c"], ["b", "c"]], k=60))
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 62)
+    assert [p for p, _ in reciprocal_rank_fusion([["a", "b", "c"], ["b", "c"]], k=60)] == ["b", "c", "a"]
+
+
+def test_neighbours_join_index_plus_and_minus_one_of_the_same_section_only() -> None:
+    chunks = {
+        ("d", 4): chunk("d", 4, "Four."),
+        ("d", 5): chunk("d", 5, "Five."),
+        ("d", 6): chunk("d", 6, "Six."),
+        ("d", 7): chunk("d", 7, "Seven.", section="Other"),
+        ("d", 3): chunk("d", 3, "Three."),
+    }
+    expanded = expand_neighbours([Scored(("d", 5), 1.0, chunks[("d", 5)])], chunks, radius=1)
+    assert expanded[0].payload["text"] == "Four.\nFive.\nSix."
+    assert expanded[0].payload["chunk_span"] == [4, 6]
+    other = expand_neighbours([Scored(("d", 6), 1.0, chunks[("d", 6)])], chunks, radius=1)
+    assert other[0].payload["text"] == "Five.\nSix."  # chunk 7 is another section
+
+
+def test_the_budget_counts_words_times_1_3_and_truncates_the_last_chunk() -> None:
+    ten = " ".join(f"w{i}" for i in range(10))  # 13 tokens
+    three = [scored("a", 0, 1, ten), scored("b", 0, 0.9, ten), scored("c", 0, 0.8, ten), scored("d", 0, 0.7, ten)]
+    kept = fit_word_budget(three, 30, 1.3)  # 13 + 13 tokens, 4 left: int(4 / 1.3) = 3 words of the third
+    assert [k.payload["text"] for k in kept] == [ten, ten, "w0 w1 w2"]
+    kept = fit_word_budget([scored("a", 0, 1, ten), scored("b", 0, 0.9, ten)], 20, 1.3)
+    assert [k.payload["text"] for k in kept] == [ten, "w0 w1 w2 w3 w4"]  # 7 tokens left -> 5 words
+    assert kept[1].payload["truncated"] is True
+
+
+def test_usage_penalty_is_0_85_to_the_power_of_times_used() -> None:
+    a, b = scored("a", 0, 1.0), scored("b", 0, 0.9)
+    after = penalise_usage([a, b], {("a", 0): 2}, 0.85)
+    assert [c.key for c in after] == [("b", 0), ("a", 0)]
+    assert after[1].score == pytest.approx(1.0 * 0.85**2)
+    assert after[0].score == pytest.approx(0.9)
+    used: dict[tuple[str, int], int] = {}
+    record_usage(used, [Scored(("d", 5), 1.0, {**chunk("d", 5, "x"), "chunk_span": [4, 6]})])
+    assert used == {("d", 4): 1, ("d", 5): 1, ("d", 6): 1}
+
+
+def test_mmr_with_lambda_0_7_prefers_a_different_passage_over_a_near_copy() -> None:
+    best = Scored(("a", 0), 1.0, chunk("a", 0, "x", section="A"), [1.0, 0.0])
+    copy = Scored(("b", 0), 0.95, chunk("b", 0, "x", section="B"), [0.99, 0.141])
+    other = Scored(("c", 0), 0.9, chunk("c", 0, "x", section="C"), [0.0, 1.0])
+    low = Scored(("d", 0), 0.0, chunk("d", 0, "x", section="D"), [0.7, 0.7])
+    # relevance over the candidates: copy 0.95, other 0.9; copy's redundancy 0.99 costs 0.3 * 0.99
+    assert [c.key for c in mmr_select([best, copy, other, low], 2, 0.7)] == [("a", 0), ("c", 0)]
+    # with λ = 1 relevance alone decides
+    assert [c.key for c in mmr_select([best, copy, other, low], 2, 1.0)] == [("a", 0), ("b", 0)]
+
+
+def test_plan_counts_marks_levels_and_units() -> None:
+    blueprint = Blueprint(
+        counts={"mcq": 2, "short": 1, "long": 1},
+        bloom_levels=["remember", "evaluate"],
+        total_marks=20,
+        units=["a.md", "b.md"],
+    )
+    specs = plan_specs(blueprint)
+    assert [s.kind for s in specs] == ["mcq", "mcq", "short", "long"]
+    assert sum(s.marks for s in specs) == 20
+    assert [s.unit for s in specs] == ["a.md", "b.md", "a.md", "b.md"]
+    assert [s.bloom for s in specs] == ["remember", "remember", "remember", "evaluate"]
+    assert distribute_marks(["mcq", "short", "long"], None) == [1.0, 3.0, 6.0]
+
+
+def test_units_are_documents_or_heading_paths() -> None:
+    assert in_unit("billing.md", ["Billing", "Refunds"], "billing.md")
+    assert in_unit("billing.md", ["Billing", "Refunds"], "Billing > Refunds")
+    assert in_unit("billing.md", ["Billing", "Refunds"], "refunds")
+    assert in_unit("billing.md", ["Billing", "Refunds"], "billing.md > Billing")
+    assert not in_unit("billing.md", ["Billing", "Plans"], "Billing > Refunds")
+    sections = sections_of(
+        [
+            {**chunk("d", 0, " ".join(["w"] * 30)), "section_path": ["Billing", "Plans"]},
+            {**chunk("d", 1, " ".join(["w"] * 30)), "section_path": ["Billing", "Refunds"]},
+        ]
+    )
+    specs = assign_topics(plan_specs(Blueprint(counts={"mcq": 2})), sections, seed=3)
+    assert sorted(s.topic for s in specs) == ["d.md > Billing > Plans", "d.md > Billing > Refunds"]
