@@ -70,6 +70,18 @@ def collection_texts(path: Path | None, collection: str) -> CollectionTexts:
     return _load(path.resolve()).get(collection) or CollectionTexts()
 
 
+def with_contact(text: str, profile: CollectionTexts) -> str:
+    """``text`` with the profile's support contact appended (" Contact: <contact>."), so every
+    refusal and blocked reply says where to turn; unchanged when no contact is set or the text
+    already names it (a deployer who wrote the contact into the text is not repeated)."""
+    contact = profile.support_contact
+    if not contact or contact.casefold() in text.casefold():
+        return text
+    text = text.rstrip()
+    separator = " " if text.endswith((".", "!", "?", ":", ";")) else ". "
+    return f"{text}{separator}Contact: {contact.rstrip('.')}."
+
+
 def check_collections_file(path: Path | None) -> None:
     """Fail at start-up, not at the first question, when the file is unreadable or malformed."""
     if path is not None:
