@@ -17,8 +17,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rag_common import subjects
 from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.texts import check_collections_file
 from rag_common.transport.broker import lean_broker, make_broker
 from rag_common.transport.buckets import open_buckets, open_sessions_bucket
 from rag_common.transport.recovery import layout_of
@@ -137,12 +139,14 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        check_collections_file(settings.collections_file)  # profiles are served from it
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
         gateway.objects, gateway.status = objects, StatusStore(kv)
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)
+        gateway.profiles = ProfileBook(settings.collections_file, await open_profiles_bucket(broker, settings))
         log_auth_state(settings)
         await broker.start()
         watcher = asyncio.create_task(monitor(gateway, stats))

@@ -12,6 +12,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from rag_common import subjects
 from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
+from rag_common.profiles import ProfileBook
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
@@ -86,6 +87,7 @@ class Gateway:
     sessions: SessionStore | None = None
     objects: Any = None
     keys: KeyStore | None = None
+    profiles: ProfileBook | None = None
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

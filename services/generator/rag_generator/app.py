@@ -18,8 +18,9 @@ from rag_common.conflicts import find_conflicts
 from rag_common.embedding import get_embedder
 from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
 from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file, collection_texts
+from rag_common.texts import check_collections_file, with_contact
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_delta, publish_stage
@@ -105,6 +106,9 @@ class Generator:
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
+        # The collection's profile (file, then the admin API's override) for its refusal; the
+        # override bucket is opened at start-up (until then, and in tests without NATS: the file).
+        self.profiles = ProfileBook(settings.collections_file)
         # The embedding model ranks extractive sentences without stored scores; set at start-up (None: not loaded).
         self.scorer: SentenceScorer | None = None
         self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
@@ -161,11 +165,12 @@ class Generator:
 
         route = retrieved.route
         usage = Usage()
-        texts = collection_texts(self.settings.collections_file, query.collection)
+        texts = await self.profiles.lookup(query.collection)
+        refusal = with_contact(texts.refusal, texts)  # the support contact, said in every refusal
         refused, reason = retrieval.refused, retrieval.refusal_reason
         suspicions = list(retrieved.suspicions)
         if retrieval.refused or not retrieval.passages:
-            answer, model = texts.refusal, "none"
+            answer, model = refusal, "none"
             refused, reason = True, reason or "no passages"
             await emit(answer)
         else:
@@ -177,7 +182,7 @@ class Generator:
             else:
                 question = retrieval.rewritten_question or query.question
                 salt = new_salt()
-                messages = build_messages(question, retrieval.passages, salt, query.selected_text, texts.refusal)
+                messages = build_messages(question, retrieval.passages, salt, query.selected_text, refusal)
                 started = time.perf_counter()
                 metrics = self.llm_metrics
                 with self.telemetry.tracer.start_as_current_span("llm.completion") as span:
@@ -199,15 +204,15 @@ class Generator:
                 answer, model, usage = completion.text.strip(), completion.model, completion.usage
                 # The refusal text is in the system prompt on purpose: saying it is no leak.
                 leaks = check_output(
-                    answer.replace(texts.refusal, " "),
-                    system_prompt=messages[0]["content"].replace(texts.refusal, " "),
+                    answer.replace(refusal, " "),
+                    system_prompt=messages[0]["content"].replace(refusal, " "),
                     salt=salt,
                 )
                 if leaks:
                     # Tokens already streamed cannot be taken back; the final answer withholds them.
                     suspicions = [*suspicions, *(f"output: {leak}" for leak in leaks)]
                     answer, refused, reason = INJECTION_REFUSAL, True, OUTPUT_CHECK_REASON
-                elif is_refusal(answer, texts.refusal):
+                elif is_refusal(answer, refusal):
                     refused, reason = True, LLM_REFUSAL_REASON
         route = route.model_copy(update={"model": model})
         draft = Draft(
@@ -263,6 +268,9 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
     telemetry = telemetry or setup_telemetry("generator", settings=settings)
     broker, generator = build_broker(settings, telemetry)
 
+    async def connected() -> None:
+        generator.profiles.kv = await open_profiles_bucket(broker, settings)
+
     async def load() -> None:
         check_collections_file(settings.collections_file)
         if settings.configured_models():
@@ -272,4 +280,4 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
             generator.scorer = embedding_scorer(embedder, settings.sentence_cache_size)
 
-    return create_service(broker, settings, telemetry, load=load)
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -12,8 +12,9 @@ from prometheus_client import Counter
 from rag_common import subjects
 from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS, QuestionVerdict, check_question
 from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file, collection_texts
+from rag_common.texts import CollectionTexts, check_collections_file, collection_texts
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_stage
@@ -44,13 +45,15 @@ def blocked(query: Query, verdict: QuestionVerdict) -> QueryDrafted:
     )
 
 
-def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted:
-    """The routing decision for one question (pure): a refusal, a canned reply or a scored tier."""
+def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None = None) -> QueryRouted | QueryDrafted:
+    """The routing decision for one question (pure): a refusal, a canned reply or a scored tier.
+
+    ``texts``: the collection's effective profile (``ProfileBook``); without it, the file's."""
+    texts = texts or collection_texts(settings.collections_file, query.collection)
     verdict = check_question(query.question)
     if verdict.suspected:
         return blocked(query, verdict)
     if is_greeting(query.question):
-        texts = collection_texts(settings.collections_file, query.collection)
         reply = texts.thanks if THANKS.search(query.question) else texts.greeting
         route = Route(tier="greeting", model="canned", reason="greeting: answered without retrieval or a model")
         return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"))
@@ -64,8 +67,12 @@ def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted
     return QueryRouted(query=query, route=route)
 
 
-def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+def build_broker(
+    settings: RouterSettings, telemetry: ServiceTelemetry, profiles: ProfileBook | None = None
+) -> NatsBroker:
+    """``profiles``: where collection profiles are read (default: the collections file alone)."""
     broker = make_broker(settings, telemetry)
+    book = profiles or ProfileBook(settings.collections_file)
     injections = Counter(
         "rag_injection_blocked_total",
         "Questions refused as prompt-injection attempts, by kind of attempt",
@@ -77,7 +84,8 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
 
     async def on_requested(requested: QueryRequested) -> None:
         with telemetry.stage("router") as timer:
-            decision = decide(requested.query, settings)
+            texts = await book.lookup(requested.query.collection)
+            decision = decide(requested.query, settings, texts)
         decision.timings_ms["router"] = timer.ms
         if decision.route.tier == "blocked":
             for kind in decision.route.signals:
@@ -101,7 +109,13 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
 def create_app(settings: RouterSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("router", settings=settings)
 
+    profiles = ProfileBook(settings.collections_file)
+
     async def load() -> None:
         check_collections_file(settings.collections_file)
 
-    return create_service(build_broker(settings, telemetry), settings, telemetry, load=load)
+    async def connected() -> None:
+        profiles.kv = await open_profiles_bucket(broker, settings)
+
+    broker = build_broker(settings, telemetry, profiles)
+    return create_service(broker, settings, telemetry, load=load, connected=connected)
