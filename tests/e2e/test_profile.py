@@ -11,7 +11,7 @@ from tests.support.http import ask, upload_and_wait
 pytestmark = pytest.mark.e2e
 
 COLLECTION = "profiled"
-DOC = b"# Kestrel rota\n\nThe Kestrel night shift starts at 22:00 and is led by Ana Duarte.\n"
+DOC = b"# Kestrel rota\n\nThe Kestrel night shift starts at 22:00 and is run by the shift boss, Ana Duarte.\n"
 
 
 async def test_a_profile_put_through_the_api_holds_from_the_next_question(client: httpx.AsyncClient) -> None:
@@ -23,7 +23,7 @@ async def test_a_profile_put_through_the_api_holds_from_the_next_question(client
         "assistant_name": "Kestrel Help",
         "greeting": "Hi, I am Kestrel Help: ask me about shifts.",
         "support_contact": "rota@kestrel.example",
-        "terminology": {"shift": ["rota slot"]},
+        "terminology": {"shift lead": ["shift boss", "foreman"]},
     }
     put = await client.put(f"/v1/collections/{COLLECTION}/profile", json=profile)
     assert put.status_code == 200, put.text
@@ -34,7 +34,12 @@ async def test_a_profile_put_through_the_api_holds_from_the_next_question(client
     assert refused["flags"]["refused"] is True
     assert refused["answer"] == f"{DEFAULT_REFUSAL} Contact: rota@kestrel.example."
     got = (await client.get(f"/v1/collections/{COLLECTION}/profile")).json()
-    assert got["assistant_name"] == "Kestrel Help" and got["terminology"] == {"shift": ["rota slot"]}
+    assert got["assistant_name"] == "Kestrel Help" and got["terminology"] == profile["terminology"]
+    answered = await ask(client, "Who runs the Kestrel night shift?", collection=COLLECTION)
+    assert "Ana Duarte" in answered["answer"] and answered["flags"]["terminology"] is True
+    assert answered["flag_details"]["terminology"] == [
+        {"rival": "shift boss", "preferred": "shift lead", "found": "shift boss"}
+    ]
 
     assert (await client.delete(f"/v1/collections/{COLLECTION}/profile")).status_code == 204
     assert (await ask(client, "Hello!", collection=COLLECTION))["answer"] == DEFAULT_GREETING

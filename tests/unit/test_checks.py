@@ -14,6 +14,7 @@ from rag_evaluator.checks import (
     FLAG_NAMES,
     citation_numbers,
     evaluate,
+    rival_terms,
 )
 
 pytestmark = pytest.mark.unit
@@ -399,3 +400,24 @@ def test_a_question_suspicion_is_injection_suspected_even_when_refused() -> None
     result = evaluate("I can't help with that request.", [], refused=True, suspicions=["question: override"])
     assert result.flags["refused"] and result.flags["injection_suspected"] and result.flagged
     assert detail(result, "injection_suspected")["suspicions"] == ["question: override"]
+
+
+TERMS = {"workspace": ["organisation", "org"], "sign in": ["log in", "login"]}
+SSO_GUIDE = passage(1, "guide.md", "Invite them to your org, then they log in with SSO.")
+
+
+def test_a_rival_term_raises_terminology_naming_the_preferred_one() -> None:
+    answer = "Invite them to your Org, then they Log  in with SSO [1]."
+    result = evaluate(answer, [SSO_GUIDE], refused=False, terminology=TERMS)
+    assert result.flags["terminology"] is True and result.flagged is True
+    assert result.details["terminology"] == [
+        {"rival": "org", "preferred": "workspace", "found": "Org"},
+        {"rival": "log in", "preferred": "sign in", "found": "Log  in"},
+    ]
+
+
+def test_terminology_matches_whole_words_only() -> None:
+    answer = "The organisational chart lists every blogin author and each organ donor [1]."
+    assert rival_terms(answer, TERMS) == []
+    assert evaluate(answer, [SSO_GUIDE], refused=False, terminology=TERMS).flags["terminology"] is False
+    assert evaluate("Ask your org admin [1].", [SSO_GUIDE], refused=False).flags["terminology"] is False

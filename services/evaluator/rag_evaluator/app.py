@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
@@ -12,7 +13,9 @@ from prometheus_client import Counter
 
 from rag_common import subjects
 from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.texts import check_collections_file
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer
@@ -26,8 +29,10 @@ log = logging.getLogger("rag.evaluator")
 NOT_A_MODEL = frozenset({"extractive", "none", "canned"})
 
 
-def assess(drafted: QueryDrafted) -> Evaluation:
-    """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
+def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | None = None) -> Evaluation:
+    """Flags for one answer. A canned greeting is not a document answer: it needs no citation.
+
+    ``terminology``: the collection profile's preferred term -> rival terms."""
     if drafted.route.tier == "greeting" and not drafted.suspicions:
         return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
     draft, retrieval = drafted.draft, drafted.retrieval
@@ -40,6 +45,7 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         low_confidence=retrieval.low_confidence,
         read_all=draft.model not in NOT_A_MODEL,
         refusal_reason=draft.refusal_reason,
+        terminology=terminology,
     )
 
 
@@ -81,8 +87,12 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
         )
 
 
-def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+def build_broker(
+    settings: EvaluatorSettings, telemetry: ServiceTelemetry, profiles: ProfileBook | None = None
+) -> NatsBroker:
+    """``profiles``: where collection profiles (terminology) are read (default: the collections file)."""
     broker = make_broker(settings, telemetry)
+    book = profiles or ProfileBook(settings.collections_file)
     flags_total = Counter(
         "rag_answer_flags_total", "Answers carrying each quality flag", ["flag"], registry=telemetry.registry
     )
@@ -92,7 +102,8 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
 
     async def on_drafted(drafted: QueryDrafted) -> None:
         with telemetry.stage("evaluator") as timer:
-            evaluation = assess(drafted)
+            profile = await book.lookup(drafted.query.collection)
+            evaluation = assess(drafted, profile.terminology)
             # On the message's own "process" span: no span of its own for a few milliseconds of checks.
             span = get_current_span()
             span.set_attribute("rag.flagged", evaluation.flagged)
@@ -120,4 +131,13 @@ def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> Na
 
 def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("evaluator", settings=settings)
-    return create_service(build_broker(settings, telemetry), settings, telemetry)
+    profiles = ProfileBook(settings.collections_file)
+
+    async def load() -> None:
+        check_collections_file(settings.collections_file)
+
+    async def connected() -> None:
+        profiles.kv = await open_profiles_bucket(broker, settings)
+
+    broker = build_broker(settings, telemetry, profiles)
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -24,6 +24,7 @@ FLAG_NAMES = (
     "ungrounded",
     "low_confidence",
     "injection_suspected",
+    "terminology",
 )
 # "refused" is informational: declining to answer from insufficient context is correct behaviour.
 FAILING_FLAGS = frozenset(set(FLAG_NAMES) - {"refused"})
@@ -163,6 +164,28 @@ def weakest_support(answer: str, passages: Sequence[Passage]) -> Support | None:
     return min(supports, key=lambda s: s.value, default=None)
 
 
+# --- terminology -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """A whole-word, case-insensitive match of a term; its spaces match any run of whitespace."""
+    words = (re.escape(w) for w in term.split())
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def rival_terms(answer: str, terminology: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """Each rival term the answer uses, with the preferred term the collection's profile names for
+    it: a deterministic lookup (no model), so a raised ``terminology`` flag is auditable."""
+    found = []
+    for preferred, rivals in terminology.items():
+        for rival in rivals:
+            match = _term_pattern(rival).search(answer)
+            if match:
+                found.append({"rival": rival, "preferred": preferred, "found": match.group(0)})
+    return found
+
+
 # --- all flags for one answer ------------------------------------------------------------------
 
 
@@ -177,6 +200,7 @@ def evaluate(
     low_confidence: str | None = None,
     read_all: bool = False,
     refusal_reason: str | None = None,
+    terminology: Mapping[str, Sequence[str]] | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
@@ -189,6 +213,8 @@ def evaluate(
     answered), was given it at all; so does a stage's suspicion (`suspicions`). `low_confidence` is the
     retriever's reason when the passages only just passed the collection's threshold;
     `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
+    `terminology` (the collection profile's preferred term -> rival terms) raises `terminology` when
+    the answer uses a rival term.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
@@ -228,6 +254,9 @@ def evaluate(
             flags["low_confidence"], details["low_confidence"] = True, "; ".join(reasons)
     if refused and refusal_reason:
         details["refused"] = refusal_reason
+    rivals = rival_terms(answer, terminology) if terminology else []
+    if rivals:
+        flags["terminology"], details["terminology"] = True, rivals
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
 
 
