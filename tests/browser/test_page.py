@@ -158,3 +158,11 @@ async def test_api_key_is_sent_as_a_bearer_token(page: Page, system: System) -> 
     await ask(page, "What is the API rate limit per token?")
     await expect(page.locator(".turn").last.locator("button.citation").first).to_be_visible()
     assert len(sent) >= 2 and all(header == "Bearer test-key-123" for header in sent), sent
+
+
+async def test_the_page_shows_the_collections_assistant_name(page: Page, system: System) -> None:
+    async with httpx.AsyncClient(base_url=system.base_url) as client:
+        put = await client.put("/v1/collections/named-page/profile", json={"assistant_name": "Orbitly Help"})
+        assert put.status_code == 200, put.text
+    await page.goto(f"{system.base_url}/?collection=named-page")
+    await expect(page.locator("#assistant-name")).to_have_text("Orbitly Help")

@@ -98,3 +98,21 @@ async def test_cors_allows_only_the_listed_origin(system: System, other_origin: 
     assert "access-control-allow-origin" not in denied.headers
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert 'customElements.define("rag-chat"' in script.text
+
+
+async def test_the_widget_is_titled_with_the_collections_assistant_name(
+    page: Page, system: System, partner_site: str
+) -> None:
+    async with httpx.AsyncClient(base_url=system.base_url) as client:
+        put = await client.put("/v1/collections/named-widget/profile", json={"assistant_name": "Kestrel Rota Help"})
+        assert put.status_code == 200, put.text
+    await page.goto(partner_site)
+    # A second widget, as a site would embed it without a title of its own.
+    await page.evaluate(
+        "const chat = document.createElement('rag-chat'); chat.id = 'named';"
+        "chat.setAttribute('collection', 'named-widget'); document.body.append(chat);"
+    )
+    widget = page.locator("rag-chat#named")
+    await widget.locator("button[aria-controls]").click()
+    await expect(widget.get_by_role("dialog", name="Kestrel Rota Help")).to_be_visible()
+    await expect(widget.get_by_role("heading", name="Kestrel Rota Help")).to_be_visible()

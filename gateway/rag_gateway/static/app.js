@@ -75,7 +75,16 @@
     return $("collection").value || "default";
   }
 
+  // The collection's assistant name, from its profile (set by file or by the admin API).
+  async function showAssistantName() {
+    const name = collection();
+    const response = await api(`/v1/collections/${encodeURIComponent(name)}/profile`).catch(() => null);
+    const node = $("assistant-name");
+    if (node && response && response.ok && name === collection()) node.textContent = (await response.json()).assistant_name;
+  }
+
   function startConversation() {
+    showAssistantName();
     sessionId = "web-" + randomId();
     $("turns").replaceChildren();
     $("turns").dataset.session = sessionId;
@@ -308,6 +317,7 @@
       const key = $("api-key").value.trim();
       if (key) sessionStorage.setItem(KEY_STORE, key);
       else sessionStorage.removeItem(KEY_STORE);
+      showAssistantName();
       loadCollections().then(loadDocuments);
     });
     $("stop").addEventListener("click", () => controller && controller.abort());
