@@ -25,10 +25,11 @@ from rag_common.transport.broker import lean_broker, make_broker
 from rag_common.transport.buckets import open_buckets, open_sessions_bucket
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
-from rag_gateway.access import AuthenticateBeforeBody
+from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
 from rag_gateway.answers import AnswerHub, answer_receiver
-from rag_gateway.api import collections, documents, health, keys, openai, query, sessions
+from rag_gateway.api import audit, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
+from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
 from rag_gateway.headers import install_browser_protection
@@ -146,6 +147,8 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)
+        await ensure_audit_stream(broker.connection.jetstream(), settings)
+        gateway.audit = AuditLog(broker, settings)
         gateway.profiles = ProfileBook(settings.collections_file, await open_profiles_bucket(broker, settings))
         log_auth_state(settings)
         await broker.start()
@@ -165,13 +168,14 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         lifespan=lifespan,
     )
     app.state.gateway = gateway
-    install_error_handlers(app)
+    install_error_handlers(app, on_forbidden=record_forbidden)
     app.include_router(health.router)
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(sessions.router)
     app.include_router(collections.router)
     app.include_router(keys.router)
+    app.include_router(audit.router)
     app.include_router(openai.router)
     install_web(app)
     install_openapi(app)

@@ -16,6 +16,7 @@ from rag_common.profiles import ProfileBook
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
+from rag_gateway.audit import AuditLog
 from rag_gateway.keystore import KeyStore
 from rag_gateway.ratelimit import RateLimiter
 from rag_gateway.settings import GatewaySettings
@@ -88,6 +89,7 @@ class Gateway:
     objects: Any = None
     keys: KeyStore | None = None
     profiles: ProfileBook | None = None
+    audit: AuditLog | None = None  # set once the stream is declared
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
+from rag_common.messages import AuditEvent
 from rag_common.profiles import ProfileBook
 from rag_common.texts import CollectionTexts
 from rag_gateway.access import AdminPrincipal, Authenticated, require
 from rag_gateway.api.documents import check_collection
-from rag_gateway.auth import Right
+from rag_gateway.audit import where, who
+from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError
 from rag_gateway.openapi import errors
@@ -47,18 +49,33 @@ async def get_profile(name: str, gateway: GatewayDep, principal: Authenticated) 
 
 
 @router.put("/{name}/profile", response_model=CollectionTexts, responses=errors(422, 503))
-async def put_profile(name: str, profile: CollectionTexts, gateway: GatewayDep, _: AdminPrincipal) -> CollectionTexts:
+async def put_profile(
+    name: str, profile: CollectionTexts, request: Request, gateway: GatewayDep, admin: AdminPrincipal
+) -> CollectionTexts:
     """Set the collection's profile (admin). The fields given override the collections file's from
     the next question on; fields left out keep the file's value or the default. Returns the
     effective profile."""
     check_collection(name)
-    return await _profiles(gateway).put(name, profile)
+    effective = await _profiles(gateway).put(name, profile)
+    await _audit(gateway, request, admin, "profile_set", name, {"fields": ",".join(sorted(profile.model_fields_set))})
+    return effective
+
+
+async def _audit(
+    gateway: Gateway, request: Request, admin: Principal, action: str, name: str, details: dict[str, str]
+) -> None:
+    if gateway.audit is not None:
+        event = AuditEvent.model_validate(
+            {"action": action, "collection": name, "details": details, **who(admin), **where(request)}
+        )
+        await gateway.audit.record(event)
 
 
 @router.delete("/{name}/profile", status_code=204, responses=errors(404, 422, 503))
-async def delete_profile(name: str, gateway: GatewayDep, _: AdminPrincipal) -> Response:
+async def delete_profile(name: str, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> Response:
     """Drop what ``PUT`` set (admin): the collections file's profile, or the defaults, hold again."""
     check_collection(name)
     if not await _profiles(gateway).delete(name):
         raise ApiError(404, "not_found", f"collection {name!r} has no profile set through the API")
+    await _audit(gateway, request, admin, "profile_deleted", name, {})
     return Response(status_code=204)

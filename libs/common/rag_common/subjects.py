@@ -38,6 +38,17 @@ def dlq_subject(area: str, stage: str) -> str:
     return f"{PREFIX}.dlq.{area}.{stage}"
 
 
+# --- Audit log: append-only, written by the gateway, read by admins (GET /v1/audit) ------------
+AUDIT_STREAM = "RAG_AUDIT"
+AUDIT_SUBJECTS = f"{PREFIX}.audit.>"
+
+
+def audit_subject(action: str, actor: str) -> str:
+    """Where one audit event goes, e.g. ``rag.audit.request_refused.anonymous``: by action and by
+    actor, so a reader filters on either on the server."""
+    return f"{PREFIX}.audit.{action}.{actor}"
+
+
 # --- Answers back to the gateway: core NATS, keyed by gateway replica and request id -------------
 ANSWER_PREFIX = f"{PREFIX}.answer"
 
