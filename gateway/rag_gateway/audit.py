@@ -18,7 +18,6 @@ import datetime as dt
 import logging
 from typing import Any
 
-from faststream.nats import NatsBroker
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -85,18 +84,16 @@ def where(request: Request | None) -> dict[str, Any]:
 
 
 class AuditLog:
-    def __init__(self, broker: NatsBroker, settings: GatewaySettings) -> None:
-        self.broker, self.settings = broker, settings
+    """Writes and reads the stream through ``js`` (nats-py keeps one connection across reconnects)."""
 
-    def _js(self) -> JetStreamContext:
-        js: JetStreamContext = self.broker.connection.jetstream()
-        return js
+    def __init__(self, js: JetStreamContext, settings: GatewaySettings) -> None:
+        self.js, self.settings = js, settings
 
     async def record(self, event: AuditEvent) -> None:
         """Append one event; a failure is logged, never raised (the request it records goes on)."""
         subject = subjects.audit_subject(event.action, event.actor)
         try:
-            await self._js().publish(
+            await self.js.publish(
                 subject,
                 event.model_dump_json().encode(),
                 stream=subjects.AUDIT_STREAM,
@@ -126,7 +123,6 @@ class AuditLog:
         """Up to ``limit`` events, oldest first, after sequence ``after`` or from time ``since``
         (else from the oldest kept), filtered on the server by action and actor. Returns them with
         their stream sequence and the sequence to pass as ``after`` for the next page."""
-        js = self._js()
         config = ConsumerConfig(
             ack_policy=AckPolicy.NONE,
             inactive_threshold=30.0,
@@ -139,7 +135,7 @@ class AuditLog:
             config.deliver_policy = DeliverPolicy.BY_START_TIME
             config.opt_start_time = dt.datetime.fromtimestamp(since, tz=dt.UTC)
         subject = subjects.audit_subject(action or "*", actor or "*")
-        sub = await js.pull_subscribe(subject, stream=subjects.AUDIT_STREAM, config=config)
+        sub = await self.js.pull_subscribe(subject, stream=subjects.AUDIT_STREAM, config=config)
         events: list[tuple[int, AuditEvent]] = []
         try:
             pending = (await sub.consumer_info()).num_pending or 0
