@@ -14,7 +14,7 @@ from rag_common.injection import INJECTION_REFUSAL, QUESTION_KINDS, QuestionVerd
 from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
 from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import CollectionTexts, check_collections_file, collection_texts
+from rag_common.texts import CollectionTexts, check_collections_file, collection_texts, with_contact
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_stage
@@ -67,6 +67,14 @@ def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None
     return QueryRouted(query=query, route=route)
 
 
+def with_support_contact(decision: QueryRouted | QueryDrafted, texts: CollectionTexts) -> QueryRouted | QueryDrafted:
+    """A blocked question's reply says where to turn: the profile's support contact appended
+    (``with_contact``: once, whatever the blocked text is)."""
+    if isinstance(decision, QueryDrafted) and decision.route.tier == "blocked":
+        decision.draft.answer = with_contact(decision.draft.answer, texts)
+    return decision
+
+
 def build_broker(
     settings: RouterSettings, telemetry: ServiceTelemetry, profiles: ProfileBook | None = None
 ) -> NatsBroker:
@@ -85,7 +93,7 @@ def build_broker(
     async def on_requested(requested: QueryRequested) -> None:
         with telemetry.stage("router") as timer:
             texts = await book.lookup(requested.query.collection)
-            decision = decide(requested.query, settings, texts)
+            decision = with_support_contact(decide(requested.query, settings, texts), texts)
         decision.timings_ms["router"] = timer.ms
         if decision.route.tier == "blocked":
             for kind in decision.route.signals:
