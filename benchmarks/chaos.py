@@ -15,6 +15,14 @@ Reported in ``reports/chaos.json``:
   (status hash or indexed text not the last accepted version).
 
 Bounded: every wait has a deadline and the whole run stops after ``--budget-s`` (default 280 s).
+
+``--cluster 3`` (``make chaos CLUSTER=3``) runs the system on three clustered nats-servers
+instead, every stream and bucket at three replicas (``RAG_JS_REPLICAS=3``) and every service
+given the three URLs. Under the same load: the leader of ``RAG_QUERY`` (from the JetStream API's
+stream info) is killed with SIGKILL and started again, then each node in turn is restarted (a
+rolling restart), each next step only once every stream is caught up on every node. The report
+adds each stream's replica count; the run fails on anything lost, duplicated or wrong, or on a
+stream below three replicas.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from typing import Any
 
 import httpx
 
-from rag_devrun.natsserver import LocalNatsServer
+from rag_common import subjects
+from rag_devrun.natsserver import LocalNatsServer, NatsCluster
 from rag_devrun.processes import PROCESSES, Cluster, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,56 +198,19 @@ async def check_documents(client: httpx.AsyncClient, tally: Tally, timeout_s: fl
     return {"lost": lost, "mislabelled": mislabelled}
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="rag-chaos-"))
-    nats = LocalNatsServer(work / "nats")
-    nats.start()
-    nats_port = int(nats.url.rsplit(":", 1)[1])
-    nats.port = nats_port
-    env = {
+def chaos_env() -> dict[str, str]:
+    return {
         "RAG_MODEL_DIR": str(MODEL_DIR),
         "RAG_QUERY_TIMEOUT_S": str(QUERY_TIMEOUT_S),
         "RAG_JS_CHECK_INTERVAL_S": "1",
         "RAG_GATEWAY_GATEWAY_ID": "chaosgw",
         "HF_HUB_OFFLINE": "1",
     }
-    cluster = Cluster(work, nats.url, free_port(), env=env)
-    events: list[dict[str, Any]] = []
-    tally = Tally()
-    try:
-        cluster.start_all()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
-            events.append({"event": "started", "ready_after_s": round(await cluster.wait_ready(180), 1)})
-            for i in range(FACILITIES):
-                await upload_until_accepted(client, tally, i, 0, budget_s=30)
-            # Questions start once the first revisions are indexed: asked earlier, "I don't have
-            # that in the documents" is the true answer, and it was counted as wrong (docs/FAULTS.md).
-            events.append({"event": "corpus indexed", "after_s": round(await wait_indexed(client, tally, 120), 1)})
-            stop = asyncio.Event()
-            loader = asyncio.create_task(load(client, tally, stop))
-            for target in [*PROCESSES, "nats-server"]:
-                if time.monotonic() - started > args.budget_s - 90:
-                    events.append({"event": "skipped", "target": target, "reason": "time budget"})
-                    continue
-                await asyncio.sleep(args.settle_s)
-                if target == "nats-server":
-                    nats.stop()
-                    await asyncio.sleep(1.0)
-                    nats.start()
-                else:
-                    cluster.kill(target)
-                    await asyncio.sleep(1.0)
-                    cluster.start(target)
-                ready = await cluster.wait_ready(120)
-                events.append({"event": "killed", "target": target, "ready_again_after_s": round(ready + 1.0, 1)})
-            await asyncio.sleep(args.settle_s)
-            stop.set()
-            await asyncio.wait_for(loader, timeout=120)
-            documents = await check_documents(client, tally, timeout_s=90)
-    finally:
-        cluster.stop_all()
-        nats.stop()
+
+
+def report_of(
+    started: float, tally: Tally, documents: dict[str, list[str]], events: list[dict[str, Any]], work: Path
+) -> dict[str, Any]:
     return {
         "seconds": round(time.monotonic() - started, 1),
         "questions": {
@@ -261,19 +233,175 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+async def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
+    """The cluster scenario: kill -9 the query stream's leader, then restart every node in turn."""
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="rag-chaos-cluster-"))
+    nats = NatsCluster(work / "nats", size=args.cluster)
+    await nats.start()
+    env = {**chaos_env(), "RAG_JS_REPLICAS": str(args.cluster)}
+    cluster = Cluster(work, nats.url, free_port(), env=env)
+    events: list[dict[str, Any]] = []
+    tally = Tally()
+    replicas: dict[str, int] = {}
+    try:
+        cluster.start_all()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
+            events.append(
+                {"event": "started", "nats": nats.url, "ready_after_s": round(await cluster.wait_ready(180), 1)}
+            )
+            for i in range(FACILITIES):
+                await upload_until_accepted(client, tally, i, 0, budget_s=30)
+            events.append({"event": "corpus indexed", "after_s": round(await wait_indexed(client, tally, 120), 1)})
+            replicas = await nats.wait_current(60)
+            stop = asyncio.Event()
+            loader = asyncio.create_task(load(client, tally, stop))
+            await asyncio.sleep(args.settle_s)
+            leader = await nats.stream_leader(subjects.QUERY_STREAM)
+            node = nats.node(leader)
+            node.kill()
+            killed_at = time.monotonic()
+            new_leader = await wait_new_leader(nats, subjects.QUERY_STREAM, leader, timeout_s=30)
+            events.append(
+                {
+                    "event": "killed -9",
+                    "target": f"{leader} (leader of {subjects.QUERY_STREAM})",
+                    "new_leader": new_leader,
+                    "new_leader_after_s": round(time.monotonic() - killed_at, 1),
+                }
+            )
+            await asyncio.sleep(args.settle_s)
+            await asyncio.to_thread(node.start)
+            events.append(
+                {
+                    "event": "restarted",
+                    "target": leader,
+                    "current_after_s": round(await timed(nats.wait_current(90)), 1),
+                }
+            )
+            for node in nats.nodes:
+                await asyncio.sleep(args.settle_s)
+                node.stop()
+                await asyncio.to_thread(node.start)
+                current = await timed(nats.wait_current(90))
+                events.append(
+                    {"event": "rolling restart", "target": node.server_name, "current_after_s": round(current, 1)}
+                )
+            await asyncio.sleep(args.settle_s)
+            stop.set()
+            await asyncio.wait_for(loader, timeout=120)
+            documents = await check_documents(client, tally, timeout_s=90)
+            replicas = await nats.wait_current(60)
+    finally:
+        cluster.stop_all()
+        nats.stop()
+    report = report_of(started, tally, documents, events, work)
+    report["streams"] = {"replicas": replicas, "below": sorted(s for s, n in replicas.items() if n < args.cluster)}
+    return report
+
+
+async def timed(wait: Any) -> float:
+    started = time.monotonic()
+    await wait
+    return time.monotonic() - started
+
+
+async def wait_new_leader(nats: NatsCluster, stream: str, old: str, timeout_s: float) -> str:
+    """The stream's next leader, once the survivors have elected one."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            leader = await nats.stream_leader(stream)
+            if leader != old:
+                return leader
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"no new leader of {stream} within {timeout_s:.0f}s")
+
+
+def failed(report: dict[str, Any]) -> bool:
+    """Anything lost, duplicated, wrong or mislabelled, or a stream below its replica count."""
+    questions, documents = report["questions"], report["documents"]
+    below = report.get("streams", {}).get("below")
+    return bool(
+        questions["lost"]
+        or questions["duplicated"]
+        or questions["wrong"]
+        or documents["lost"]
+        or documents["mislabelled"]
+        or below
+    )
+
+
+def crash(nats: LocalNatsServer) -> int:
+    """Kill nats-server with SIGKILL (no graceful shutdown), as the README and docs/FAULTS.md say."""
+    return nats.kill()
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="rag-chaos-"))
+    nats = LocalNatsServer(work / "nats")
+    nats.start()
+    nats_port = int(nats.url.rsplit(":", 1)[1])
+    nats.port = nats_port
+    cluster = Cluster(work, nats.url, free_port(), env=chaos_env())
+    events: list[dict[str, Any]] = []
+    tally = Tally()
+    try:
+        cluster.start_all()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{cluster.port}") as client:
+            events.append({"event": "started", "ready_after_s": round(await cluster.wait_ready(180), 1)})
+            for i in range(FACILITIES):
+                await upload_until_accepted(client, tally, i, 0, budget_s=30)
+            # Questions start once the first revisions are indexed: asked earlier, "I don't have
+            # that in the documents" is the true answer, and it was counted as wrong (docs/FAULTS.md).
+            events.append({"event": "corpus indexed", "after_s": round(await wait_indexed(client, tally, 120), 1)})
+            stop = asyncio.Event()
+            loader = asyncio.create_task(load(client, tally, stop))
+            for target in [*PROCESSES, "nats-server"]:
+                if time.monotonic() - started > args.budget_s - 90:
+                    events.append({"event": "skipped", "target": target, "reason": "time budget"})
+                    continue
+                await asyncio.sleep(args.settle_s)
+                if target == "nats-server":
+                    crash(nats)
+                    await asyncio.sleep(1.0)
+                    nats.start()
+                else:
+                    cluster.kill(target)
+                    await asyncio.sleep(1.0)
+                    cluster.start(target)
+                ready = await cluster.wait_ready(120)
+                events.append({"event": "killed", "target": target, "ready_again_after_s": round(ready + 1.0, 1)})
+            await asyncio.sleep(args.settle_s)
+            stop.set()
+            await asyncio.wait_for(loader, timeout=120)
+            documents = await check_documents(client, tally, timeout_s=90)
+    finally:
+        cluster.stop_all()
+        nats.stop()
+    return report_of(started, tally, documents, events, work)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-s", type=float, default=280.0, help="stop killing after this long")
     parser.add_argument("--settle-s", type=float, default=6.0, help="load between kills")
     parser.add_argument("--out", default=str(ROOT / "reports" / "chaos.json"))
+    parser.add_argument(
+        "--cluster", type=int, default=1, help="nats-servers: 1 (kill services and the server) or 3 (a cluster)"
+    )
     args = parser.parse_args()
-    report = asyncio.run(run(args))
+    report = asyncio.run(run_cluster(args) if args.cluster > 1 else run(args))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: report[k] for k in ("seconds", "questions")}, indent=2))
     print(json.dumps({k: v for k, v in report["documents"].items() if k != "details"}, indent=2))
-    failed = report["questions"]["lost"] or report["documents"]["lost"] or report["documents"]["mislabelled"]
-    sys.exit(1 if failed else 0)
+    if "streams" in report:
+        print(json.dumps(report["streams"], indent=2))
+        sys.exit(1 if failed(report) else 0)
+    lost = report["questions"]["lost"] or report["documents"]["lost"] or report["documents"]["mislabelled"]
+    sys.exit(1 if lost else 0)
 
 
 if __name__ == "__main__":

@@ -41,21 +41,18 @@ from typing import Any
 from unittest import mock
 
 import httpx
-from nats.aio.msg import Msg
 
-import rag_gateway.api.query
 from benchmarks.corpus import shared_corpus, synthetic_corpus
 from benchmarks.hop_floor import measure_floor
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from benchmarks.timeline import Timelines, summary
-from rag_common import subjects
 from rag_common.embedding import Embedder, get_embedder
-from rag_common.messages import IngestRequested, Query, QueryRequested, QueryRouted, Route
+from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.quotable import candidate_sentences
 from rag_common.telemetry import setup_telemetry
+from rag_common.transport import consuming
 from rag_common.transport.broker import RagBroker
-from rag_common.transport.pulling import PullConsumer
 from rag_common.vectors import ChunkRecord, configured_store
 from rag_devrun.stack import Stack
 from rag_eval.stats import summarize
@@ -127,47 +124,34 @@ async def hops(count: int, model_dir: Path) -> None:
 def hop_hooks(timelines: Timelines) -> Iterator[None]:
     """Record when the transport publishes and receives each query-path message (``Timelines``).
 
-    Wraps the places a question passes: the gateway's ``publish_question``, ``RagBroker.publish_raw``
-    (each stage's next message, the final answer), ``PullConsumer._received`` (a stage's nats-py
-    callback) and ``AnswerHub.deliver`` (the gateway hands an answer to the waiting request, after
-    its subscriber's own work, nats-py's or FastStream's). Class-level patches: enter before the
-    system starts (consumers bind their callbacks at start). The same points exist on main before
-    the gateway moved to nats-py, so both can be profiled alike.
+    Wraps the places a question passes: ``RagBroker.publish`` (the gateway's question, each
+    stage's next message, the final answer), ``process_message`` (a stage's handler body, after
+    FastStream's subscriber and middlewares) and ``AnswerHub.deliver`` (the gateway hands an answer
+    to the waiting request, after its subscriber's own work). Patches at class and module level:
+    the handlers look them up on every message.
     """
-    publish_question = rag_gateway.api.query.publish_question
-    publish_raw = RagBroker.publish_raw
-    received = PullConsumer._received
+    publish = RagBroker.publish
+    process = consuming.process_message
     deliver = AnswerHub.deliver
 
-    async def timed_question(gateway: Any, message: QueryRequested) -> None:
+    async def timed_publish(self: RagBroker, message: Any, subject: str, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            await publish_question(gateway, message)
+            return await publish(self, message, subject, *args, **kwargs)
         finally:
-            headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested"}
-            timelines.published(subjects.QUERY_REQUESTED, headers, started, time.perf_counter())
+            timelines.published(subject, kwargs.get("headers"), started, time.perf_counter())
 
-    async def timed_publish(
-        self: RagBroker, body: bytes, subject: str, headers: dict[str, str], *, stream: str | None = None
-    ) -> None:
-        started = time.perf_counter()
-        try:
-            await publish_raw(self, body, subject, headers, stream=stream)
-        finally:
-            timelines.published(subject, headers, started, time.perf_counter())
-
-    def timed_received(self: PullConsumer, msg: Msg) -> None:
-        timelines.received(msg.subject, msg.headers, time.perf_counter())
-        received(self, msg)
+    async def timed_process(msg: Any, *args: Any, **kwargs: Any) -> None:
+        timelines.received(msg.raw_message.subject, msg.raw_message.headers, time.perf_counter())
+        await process(msg, *args, **kwargs)
 
     def timed_deliver(self: AnswerHub, subject: str, body: bytes) -> None:
         timelines.received(subject, None, time.perf_counter())
         deliver(self, subject, body)
 
     with (
-        mock.patch.object(rag_gateway.api.query, "publish_question", timed_question),
-        mock.patch.object(RagBroker, "publish_raw", timed_publish),
-        mock.patch.object(PullConsumer, "_received", timed_received),
+        mock.patch.object(RagBroker, "publish", timed_publish),
+        mock.patch.object(consuming, "process_message", timed_process),
         mock.patch.object(AnswerHub, "deliver", timed_deliver),
     ):
         yield

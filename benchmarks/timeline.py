@@ -7,13 +7,14 @@ and cuts the question's wall time into consecutive pieces that add up to it:
     gateway in → hop requested → router → hop routed → retriever → hop retrieved → generator
     → hop drafted → evaluator → hop final → gateway out
 
-A hop is "published → received": from the sender's publish call to the receiver's nats-py callback
-(encoding in nats-py, the socket, the server, JetStream's store, the pull delivery, the receiving
-client's parse); the last hop ends when the gateway hands the answer to the waiting request
-(``AnswerHub.deliver``), after its subscriber's own work. A stage is "received → published": its
-own time, of which ``timings_ms`` is the work; the rest is handling the message (validation, span,
-encoding, the publish call). "gateway in" is the client's send → the question's publish call,
-"gateway out" the answer handed over → the client has read the response.
+A hop is "published → received": from the sender's publish call to the receiver's handler body
+(encoding, the socket, the server, JetStream's store, the pull delivery, the receiving client's
+parse, FastStream's subscriber and middlewares); the last hop ends when the gateway hands the
+answer to the waiting request (``AnswerHub.deliver``), after its subscriber's own work. A stage
+is "received → published": its own time, of which ``timings_ms`` is the work; the rest is
+handling the message (validation, encoding, the publish call). "gateway in" is the client's
+send → the question's publish call, "gateway out" the answer handed over → the client has read
+the response.
 """
 
 from __future__ import annotations

@@ -191,5 +191,5 @@ async def refused_as_not_found(
 
 async def readable_collections(gateway: Gateway, principal: Principal) -> list[str]:
     """Collections this caller may read: those holding documents, plus those its key names."""
-    existing = {r.collection for r in await gateway.status.list()} if gateway.status else set()
+    existing = await gateway.status.collection_names() if gateway.status else set()
     return principal.visible_collections(existing)

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 
-from nats.aio.msg import Msg
-from opentelemetry.trace import Tracer
 from pydantic import ValidationError
 
-from rag_common import subjects
 from rag_common.messages import AnswerDelta, AnswerError, QueryAnswered, QueryRequested
-from rag_common.transport.broker import CoreHandler, RagBroker
-from rag_common.transport.labels import consume_span, metric_subject, request_id_attrs
 
 log = logging.getLogger("rag.gateway")
 
@@ -80,45 +74,3 @@ class AnswerHub:
         else:
             pending.done = True
         pending.queue.put_nowait(event)
-
-
-def answer_receiver(hub: AnswerHub, broker: RagBroker, tracer: Tracer) -> CoreHandler:
-    """The gateway's answer subscription on nats-py (``RagBroker.add_core_subscriber``): each message
-    straight into ``hub.deliver`` from nats-py's reader (no task: nothing here awaits), with what
-    FastStream's subscriber gave it and nothing more.
-
-    A final answer or an error gets one "rag.answer.*.*.<kind> process" span, child of the
-    evaluator's (its trace context in the headers), with the request id as an attribute; a token
-    delta gets none. FastStream's received-message metrics are written under its names and
-    labels, one bounded series per kind, their label children bound once.
-    """
-    metrics = {kind: broker.consume_metrics(subjects.answer_subject("*", "*", kind)) for kind in MODELS}
-    span_names = {kind: f"{metric_subject(subjects.answer_subject('*', '*', kind))} process" for kind in MODELS}
-
-    def on_answer(msg: Msg) -> None:
-        subject = msg.subject
-        kind = subject[subject.rfind(".") + 1 :]
-        counted = metrics.get(kind)
-        if counted is None:
-            return  # not an answer: nothing waits for it
-        counted.received.inc()
-        counted.size.observe(len(msg.data))
-        counted.in_process.inc()
-        started = time.perf_counter()
-        status = "acked"
-        try:
-            if kind == "delta":
-                hub.deliver(subject, msg.data)
-            else:
-                with consume_span(tracer, span_names[kind], msg, request_id_attrs(subject)):
-                    hub.deliver(subject, msg.data)
-        except Exception as exc:  # a bug, not a bad message (deliver drops those): count it, keep listening
-            status = "error"
-            counted.exception(exc)
-            log.exception("answer handler failed on %s", subject)
-        finally:
-            counted.duration.observe(time.perf_counter() - started)
-            counted.in_process.dec()
-            counted.status[status].inc()
-
-    return on_answer

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from faststream.nats import NatsBroker, NatsMessage
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -21,18 +22,18 @@ from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.texts import check_collections_file
-from rag_common.transport.broker import lean_broker, make_broker
-from rag_common.transport.buckets import open_buckets, open_sessions_bucket
+from rag_common.transport.broker import make_broker
+from rag_common.transport.buckets import open_buckets, open_document_index, open_sessions_bucket
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
 from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
-from rag_gateway.answers import AnswerHub, answer_receiver
+from rag_gateway.answers import AnswerHub
 from rag_gateway.api import audit, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
 from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
-from rag_gateway.headers import install_browser_protection
+from rag_gateway.headers import DOCS_ASSETS, install_browser_protection
 from rag_gateway.keystore import open_key_store
 from rag_gateway.openapi import install_openapi
 from rag_gateway.settings import GatewaySettings
@@ -41,19 +42,10 @@ log = logging.getLogger("rag.gateway")
 
 
 def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: AnswerHub) -> NatsBroker:
-    """The gateway's broker, subscribed once to this replica's answers (``rag.answer.<gateway>.*.*``).
-
-    On the lean query path (``RAG_QUERY_CONSUMER=lean``, the default) the subscription is nats-py's
-    (``answer_receiver``); otherwise FastStream's, which its in-memory test broker delivers to.
-    """
+    """The gateway's broker, subscribed once to this replica's answers (``rag.answer.<gateway>.*.*``)."""
     broker = make_broker(settings, telemetry)
-    answers = subjects.answer_wildcard(settings.gateway_id)
-    lean = lean_broker(broker)
-    if lean is not None:
-        lean.add_core_subscriber(answers, answer_receiver(hub, lean, telemetry.tracer))
-        return broker
 
-    @broker.subscriber(answers)
+    @broker.subscriber(subjects.answer_wildcard(settings.gateway_id))
     async def on_answer(msg: NatsMessage) -> None:
         hub.deliver(msg.raw_message.subject, msg.body)
 
@@ -143,7 +135,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         check_collections_file(settings.collections_file)  # profiles are served from it
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
-        gateway.objects, gateway.status = objects, StatusStore(kv)
+        gateway.objects, gateway.status = objects, StatusStore(kv, await open_document_index(broker, settings))
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)
@@ -162,7 +154,10 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
                 await watcher
             await broker.stop()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the gateway itself (fastapi-offline ships the
+    # files), not from a CDN: they work on a machine without internet
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS,
         title="RAG gateway",
         version="0.1.0",
         description="Question answering over your documents, with citations, routing and quality flags.",

@@ -1,11 +1,21 @@
 """The OpenAPI document as the API really behaves: typed answers, and errors in the shapes returned.
 
+Checked in as ``docs/openapi.json`` (a test fails when it is stale)::
+
+    python -m rag_gateway.openapi --out docs/openapi.json    # regenerate
+    python -m rag_gateway.openapi --check docs/openapi.json  # fail when it is stale
+
 FastAPI documents a 422 ``HTTPValidationError`` for every route with input, but the gateway turns
 validation errors into ``ErrorBody`` (422), or into OpenAI's shape with 400 on the OpenAI paths.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -20,7 +30,7 @@ DESCRIPTIONS = {
     403: "the key may not do this",
     404: "no such document, collection, session or model",
     409: "the session belongs to another collection",
-    413: "upload larger than the limit",
+    413: "body larger than the limit (RAG_GATEWAY_MAX_BODY_BYTES; uploads RAG_GATEWAY_MAX_UPLOAD_BYTES)",
     415: "unsupported file type",
     422: "invalid input",
     429: "rate limited; see Retry-After",
@@ -55,10 +65,12 @@ def fix_validation_errors(schema: dict[str, Any]) -> dict[str, Any]:
                 if status[0] in "45" and content and "application/json" not in content:
                     # errors are JSON even on a streaming route (they are sent before any event)
                     response["content"] = {"application/json": next(iter(content.values()))}
+            ref = _ref("OpenAIErrorBody" if openai else "ErrorBody")
             if path.startswith("/v1/"):  # every API route is behind authentication and the rate limit
                 for status in (401, 429) if openai else (401, 403, 429):
-                    ref = _ref("OpenAIErrorBody" if openai else "ErrorBody")
                     responses.setdefault(str(status), {"description": DESCRIPTIONS[status], **ref})
+            if "requestBody" in operation:  # the body limit answers before any route reads it
+                responses.setdefault("413", {"description": DESCRIPTIONS[413], **ref})
             default = responses.get("422")
             if default is None or "HTTPValidationError" not in str(default):
                 continue
@@ -95,3 +107,37 @@ def install_openapi(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+DEFAULT_OUT = Path("docs/openapi.json")
+
+
+def render() -> str:
+    """The gateway's OpenAPI document as checked in (default settings: nothing connects)."""
+    from rag_gateway.app import create_app
+    from rag_gateway.settings import GatewaySettings
+
+    app = create_app(GatewaySettings(nats_url="nats://127.0.0.1:1"))
+    return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag_gateway.openapi", description=__doc__.splitlines()[0])
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"write it here (default {DEFAULT_OUT})")
+    action.add_argument("--check", type=Path, help="exit 1 when this file differs from the document")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check is not None:
+        current = args.check.read_text() if args.check.exists() else ""
+        if current != text:
+            print(f"{args.check} is stale: run python -m rag_gateway.openapi --out {args.check}", file=sys.stderr)
+            return 1
+        return 0
+    args.out.write_text(text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -33,6 +33,21 @@ class GatewaySettings(ServiceSettings):
     max_body_bytes: int = Field(
         1024 * 1024, ge=1, description="largest request body other than an upload (413 above, checked before parsing)"
     )
+    header_max_bytes: int = Field(
+        32 * 1024,
+        ge=1024,
+        description="largest request head (request line and headers); beyond it 431 and the connection is closed",
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="a request head must arrive within this many seconds of the connection (or of the request's "
+        "first byte); past it 408 and the connection is closed",
+    )
+    body_idle_timeout_s: float = Field(
+        30.0, gt=0, description="longest pause between chunks of a request body; past it 408 and the connection closed"
+    )
+    keep_alive_timeout_s: int = Field(5, ge=1, description="an idle kept-alive connection is closed after this long")
     ready_timeout_s: float = Field(1.0, gt=0, description="how long /readyz waits for each service")
     stats_interval_s: float = Field(
         10.0, gt=0, description="how often JetStream backlog (pending, ack-pending, dead letters) is read for /metrics"

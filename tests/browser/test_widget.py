@@ -41,8 +41,8 @@ async def test_widget_opens_and_answers_across_origins(
     sent = stream_bodies(page)
     await page.goto(partner_site)
     widget = page.locator("rag-chat")
-    launcher = widget.locator("button[aria-controls]")  # the floating button: "Ask", "Close" when open
-    await expect(launcher).to_have_text("Ask")
+    launcher = widget.locator("button[aria-controls]")  # the floating button: "Open chat", "Hide chat" when open
+    await expect(launcher).to_have_text("Open chat")
     await launcher.click()
     panel = widget.get_by_role("dialog", name="Ask the Orbitly docs")
     await expect(panel).to_be_visible()
@@ -98,6 +98,53 @@ async def test_cors_allows_only_the_listed_origin(system: System, other_origin: 
     assert "access-control-allow-origin" not in denied.headers
     assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
     assert 'customElements.define("rag-chat"' in script.text
+
+
+async def test_launcher_and_close_buttons_are_labelled_apart(page: Page, partner_site: str) -> None:
+    await page.goto(partner_site)
+    widget = page.locator("rag-chat")
+    await widget.get_by_role("button", name="Open chat").click()
+    await expect(widget.get_by_role("dialog")).to_be_visible()
+    await expect(widget.get_by_role("button", name="Close chat")).to_have_count(1)
+    await expect(widget.get_by_role("button", name="Hide chat")).to_have_count(1)
+    await widget.get_by_role("button", name="Close chat").click()
+    await expect(widget.get_by_role("dialog")).to_be_hidden()
+    await expect(widget.get_by_role("button", name="Open chat")).to_be_focused()
+
+
+async def test_a_site_the_gateway_does_not_allow_is_told_how_to_fix_it(page: Page, system: System) -> None:
+    """A partner site whose origin is not in RAG_GATEWAY_CORS_ORIGINS: the browser blocks the answer
+    (fetch throws, with no status to show); the widget says which setting lets the site in."""
+    refused = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    refused.bind(("127.0.0.1", 0))
+    refused.listen(64)
+    with refused:
+        async with serve_host_page(refused, system.base_url) as site:
+            await page.goto(site)
+            widget = page.locator("rag-chat")
+            await widget.locator("button[aria-controls]").click()  # the launcher
+            panel = widget.get_by_role("dialog")
+            await panel.get_by_label("Your question").fill("What is the API rate limit per token?")
+            await panel.get_by_label("Your question").press("Enter")
+            error = panel.get_by_role("alert")
+            await expect(error).to_have_text(
+                f"This site ({site}) is not allowed by the gateway: "
+                f"set RAG_GATEWAY_CORS_ORIGINS to include {site} on the gateway."
+            )
+            await expect(error).not_to_contain_text("Failed to fetch")
+
+
+async def test_a_gateway_that_is_down_is_named_as_such(page: Page, partner_site: str) -> None:
+    """Not every failed fetch is CORS: with the gateway unreachable the widget says that instead."""
+    await page.goto(partner_site)
+    await page.route("**/v1/query/stream", lambda route: route.abort("connectionrefused"))
+    await page.route("**/healthz", lambda route: route.abort("connectionrefused"))
+    widget = page.locator("rag-chat")
+    await widget.locator("button[aria-controls]").click()  # the launcher
+    panel = widget.get_by_role("dialog")
+    await panel.get_by_label("Your question").fill("Anyone there?")
+    await panel.get_by_label("Your question").press("Enter")
+    await expect(panel.get_by_role("alert")).to_contain_text("cannot be reached: check that it is running")
 
 
 async def test_the_widget_is_titled_with_the_collections_assistant_name(

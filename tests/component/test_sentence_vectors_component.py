@@ -119,7 +119,7 @@ async def test_a_question_is_answered_from_stored_sentence_vectors_without_the_m
     assert best.text.startswith("The kiwi greenhouse is watered at 06:40")
 
     answer, asked = await drafted_by(store, embedder, tmp_path)
-    assert asked == [] and answer.startswith("From the documents:\nThe kiwi greenhouse is watered at 06:40")
+    assert asked == [] and answer.startswith("The kiwi greenhouse is watered at 06:40")
 
 
 async def test_without_stored_vectors_the_model_scores_or_words_alone_decide(model_dir: Path, tmp_path: Path) -> None:

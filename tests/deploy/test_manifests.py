@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 import yaml
 
+from rag_common.settings import ServiceSettings
 from rag_devrun.natsserver import nats_server_binary
+from rag_gateway.api.documents import MULTIPART_OVERHEAD
+from rag_gateway.settings import GatewaySettings
 
 pytestmark = pytest.mark.deploy
 
@@ -104,7 +107,12 @@ def test_every_kustomization_renders_and_lists_every_manifest() -> None:
         for path in KUSTOMIZATIONS
         for name in yaml.safe_load((path / "kustomization.yaml").read_text())["resources"]
     }
-    on_disk = {p.name for path in KUSTOMIZATIONS for p in path.glob("*.yaml") if p.name != "kustomization.yaml"}
+    on_disk = {
+        p.name
+        for path in KUSTOMIZATIONS
+        for p in path.glob("*.yaml")
+        if p.name != "kustomization.yaml" and not p.name.endswith(".example.yaml")  # applied on their own
+    }
     helm_values = {"nats-values.yaml", "qdrant-values.yaml"}
     assert on_disk - helm_values == listed, "every manifest file is applied by a kustomization"
 
@@ -209,24 +217,120 @@ def _seconds(value: str) -> float:
     return float(match.group(1))
 
 
-def test_secrets_are_templates_and_every_referenced_secret_exists() -> None:
-    secrets = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in of_kind_all("Secret")}
-    for key, secret in secrets.items():
-        assert all(value == "" for value in secret.get("stringData", {}).values()), f"{key} holds a value"
-        assert "data" not in secret, key
-    referenced = set()
+def referenced_secrets() -> set[tuple[str, str, str]]:
+    """(namespace, Secret, key) of every secretKeyRef: the RAG pods' and the NATS and Qdrant charts'."""
+    found = set()
     for deployment in deployments().values():
         namespace = deployment["metadata"]["namespace"]
         for container in deployment["spec"]["template"]["spec"]["containers"]:
             for env in container.get("env", []):
                 ref = env.get("valueFrom", {}).get("secretKeyRef")
-                if ref:
-                    referenced.add((namespace, ref["name"]))
-                    assert ref["key"] in secrets[(namespace, ref["name"])]["stringData"], ref
-    assert {("rag", "rag-nats-auth"), ("rag", "rag-qdrant")} <= referenced
-    env = container_env(deployments()["retriever"])
-    assert env["QDRANT_API_KEY"]["secretKeyRef"]["name"] == "rag-qdrant"
-    assert env["NATS_PASSWORD"]["secretKeyRef"]["name"] == "rag-nats-auth"
+                if ref and not ref.get("optional"):
+                    found.add((namespace, ref["name"], ref["key"]))
+    for namespace, values in (("nats", "nats-values.yaml"), ("qdrant", "qdrant-values.yaml")):
+        text = (K8S / values).read_text()
+        for name, key in re.findall(r"secretKeyRef:\s*name: (\S+)\s*key: (\S+)", text):
+            found.add((namespace, name, key))
+    return found
+
+
+def test_no_kustomization_renders_a_secret() -> None:
+    """`kubectl apply -k` must never reset a filled Secret to a template: none is rendered."""
+    for path in KUSTOMIZATIONS:
+        assert [d["metadata"]["name"] for d in rendered(path) if d["kind"] == "Secret"] == [], path
+
+
+def test_the_secret_step_makes_every_referenced_secret() -> None:
+    """``secrets/create.sh`` and the ExternalSecret example each make every Secret a pod or chart reads."""
+    referenced = referenced_secrets()
+    assert {
+        ("rag", "rag-nats-auth", "password"),
+        ("rag", "rag-qdrant", "api-key"),
+        ("rag", "rag-gateway-admin", "RAG_GATEWAY_ADMIN_KEY"),
+        ("nats", "nats-auth", "rag-password"),
+        ("qdrant", "qdrant-api-key", "api-key"),
+    } <= referenced
+    script = (K8S / "secrets" / "create.sh").read_text()
+    created = {
+        (namespace, name, key)
+        for namespace, name, literals in re.findall(r"^create (\S+) (\S+) (.*)$", script, re.MULTILINE)
+        for key in re.findall(r"--from-literal=([\w-]+)=", literals)
+    }
+    assert referenced <= created, referenced - created
+    external = [d for d in yaml.safe_load_all((K8S / "secrets" / "external-secrets.example.yaml").read_text()) if d]
+    made = {
+        (d["metadata"]["namespace"], d["spec"]["target"]["name"], item["secretKey"])
+        for d in external
+        for item in d["spec"]["data"]
+    }
+    assert referenced <= made, referenced - made
+    remote = {
+        (d["spec"]["target"]["name"], i["secretKey"]): i["remoteRef"] for d in external for i in d["spec"]["data"]
+    }
+    assert remote[("nats-auth", "rag-password")] == remote[("rag-nats-auth", "password")], "one NATS password"
+    assert remote[("qdrant-api-key", "api-key")] == remote[("rag-qdrant", "api-key")], "one Qdrant key"
+
+
+def test_the_secret_script_keeps_existing_secrets_and_shares_the_paired_values(tmp_path: Path) -> None:
+    """Run against a stand-in ``kubectl`` that already holds ``rag/rag-qdrant``: that one is left
+    alone, the others are created, and the NATS password is one value in both of its Secrets."""
+    if not (shutil.which("sh") and shutil.which("openssl")):
+        pytest.skip("sh or openssl is not installed")
+    calls = tmp_path / "calls"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(
+        '#!/bin/sh\necho "$*" >> "$CALLS"\n'
+        'case "$*" in *"get secret rag-qdrant"*) exit 0;; *"get secret"*) exit 1;; esac\n'
+        'case "$*" in *--dry-run=client*) echo "kind: Namespace";; esac\nexit 0\n'
+    )
+    kubectl.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "CALLS": str(calls), "RAG_GATEWAY_ADMIN_KEY": "k" * 40}
+    result = subprocess.run(
+        ["sh", str(K8S / "secrets" / "create.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "secret rag/rag-qdrant exists: left as it is" in result.stdout
+    created = [line.split() for line in calls.read_text().splitlines() if "create secret generic" in line]
+    names = {(c[1], c[5]) for c in created}
+    assert names == {
+        ("nats", "nats-auth"),
+        ("qdrant", "qdrant-api-key"),
+        ("rag", "rag-nats-auth"),
+        ("rag", "rag-gateway-admin"),
+    }
+    pairs = [arg.removeprefix("--from-literal=").split("=", 1) for c in created for arg in c if "=" in arg]
+    literals = dict(pairs)
+    assert literals["rag-password"] == literals["password"] and len(literals["password"]) >= 32
+    assert literals["RAG_GATEWAY_ADMIN_KEY"] == "k" * 40
+
+
+def test_the_example_ingress_matches_the_gateway_and_its_network_policy() -> None:
+    ingress = yaml.safe_load((K8S / "ingress.example.yaml").read_text())
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    kubernetes_validate.validate(ingress, KUBERNETES_VERSIONS[-1], strict=True)
+    assert ingress["metadata"]["namespace"] == "rag"
+    service = next(d for d in of_kind_all("Service") if d["metadata"]["name"] == "gateway")
+    port = service["spec"]["ports"][0]["port"]
+    backends = [p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+    assert {(b["backend"]["service"]["name"], b["backend"]["service"]["port"]["number"]) for b in backends} == {
+        ("gateway", port)
+    }
+    paths = {b["path"] for b in backends}
+    assert {"/v1", "/", "/docs", "/docs-assets"} <= paths and "/metrics" not in paths
+    assert all(b["pathType"] == "Exact" for b in backends if b["path"] == "/"), "/ exactly: /metrics stays inside"
+    assert ingress["spec"]["tls"][0]["secretName"]
+    notes = ingress["metadata"]["annotations"]
+    body_limit = int(notes["nginx.ingress.kubernetes.io/proxy-body-size"].removesuffix("m")) * 1024 * 1024
+    assert body_limit >= GatewaySettings().max_upload_bytes + MULTIPART_OVERHEAD
+    assert notes["nginx.ingress.kubernetes.io/proxy-buffering"] == "off", "SSE events must not wait in a buffer"
+    query_timeout = ServiceSettings().query_timeout_s
+    for timeout in ("proxy-read-timeout", "proxy-send-timeout"):
+        assert int(notes[f"nginx.ingress.kubernetes.io/{timeout}"]) > query_timeout, timeout
+    policy = next(d for d in of_kind_all("NetworkPolicy") if d["metadata"]["name"] == "gateway-ingress-http")
+    rule = policy["spec"]["ingress"][0]
+    controller = rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    assert ingress["spec"]["ingressClassName"] == "nginx" and controller == "ingress-nginx"
+    assert {p["port"] for p in rule["ports"]} == {port}
 
 
 def of_kind_all(kind: str) -> list[dict[str, Any]]:
@@ -238,7 +342,9 @@ def test_network_policies_deny_by_default_and_allow_each_path() -> None:
     deny = policies[("rag", "default-deny")]["spec"]
     assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"} and "ingress" not in deny
     config = of_kind("ConfigMap")["rag-config"]["data"]
-    assert config["NATS_URL"].startswith("tls://") and config["NATS_URL"].endswith(":4222")
+    members = config["NATS_URL"].split(",")
+    assert len(members) == 3 and all(m.startswith("tls://") and m.endswith(":4222") for m in members)
+    assert config["RAG_JS_REPLICAS"] == "3"
     labels = {name: d["spec"]["template"]["metadata"]["labels"] for name, d in deployments().items()}
     nats_egress = policies[("rag", "rag-egress-dns-and-nats")]["spec"]
     for name in (*SERVICES, "gateway"):
@@ -339,3 +445,18 @@ def test_dashboards_are_valid_json_with_unique_panel_ids() -> None:
         ids = [p["id"] for p in dashboard["panels"]]
         assert len(ids) == len(set(ids)), path.name
         assert all(t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])), path.name
+
+
+def test_infrastructure_panels_name_the_source_they_need() -> None:
+    """The infrastructure dashboard's panels stay empty without the NATS exporter, a Qdrant server
+    or the collector: each row and panel says which, beside it."""
+    dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "rag-infrastructure.json").read_text())
+    needs = {"nats": "prometheus-nats-exporter", "qdrant": "Qdrant server", "otelcol": "OpenTelemetry Collector"}
+    rows = [p for p in dashboard["panels"] if p["type"] == "row"]
+    assert all("needs" in row["title"] for row in rows), [row["title"] for row in rows]
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    assert len(panels) == 8
+    for panel in panels:
+        exprs = " ".join(t["expr"] for t in panel["targets"])
+        source = "nats" if "gnatsd" in exprs else "otelcol" if "otelcol" in exprs else "qdrant"
+        assert panel["description"].startswith("Needs ") and needs[source] in panel["description"], panel["title"]

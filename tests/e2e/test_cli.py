@@ -162,3 +162,33 @@ async def test_ingest_names_a_file_the_gateway_refuses_and_uploads_the_others(
     async with httpx.AsyncClient(base_url=system.base_url) as http:
         records = (await http.get("/v1/documents", params={"collection": "cli-refused"})).json()["documents"]
     assert {r["source"]: r["status"] for r in records} == {"b-lime.md": "indexed"}
+
+
+async def test_ingest_lists_each_skipped_file_with_its_reason(
+    system: System, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files of a type the system cannot read are named, one line each with why, not silently left out."""
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "plum.md").write_text("# Plum\n\nPlum trees flower in April.\n")
+    (folder / "sub" / "notes.docx").write_bytes(b"PK\x03\x04 not read")
+    (folder / "Makefile").write_text("all:\n")
+    code, out = await rag(capsys, "--url", system.base_url, "ingest", str(folder), "--collection", "cli-skipped")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert "skipped: sub/notes.docx: unsupported type .docx (supported: .md, .markdown, .txt, .pdf)" in lines
+    assert "skipped: Makefile: unsupported file without an extension (supported: .md, .markdown, .txt, .pdf)" in lines
+    assert "cli-skipped: 1 uploaded (1 indexed, 0 failed), 2 skipped, 0 unchanged, 0 deleted" in out
+
+
+async def test_docs_shows_whole_ids_when_not_on_a_terminal(system: System, capsys: pytest.CaptureFixture[str]) -> None:
+    """Piped (``rag docs | grep``), every document id is printed whole, so it can be copied into ``rag``."""
+    async with httpx.AsyncClient(base_url=system.base_url) as http:
+        listed = (await http.get("/v1/documents", params={"collection": "default"})).json()["documents"]
+    code, out = await rag(capsys, "--url", system.base_url, "docs", "--collection", "default")
+    assert code == 0
+    rows = [line.split("\t") for line in out.splitlines() if "\t" in line]
+    assert rows[0] == ["collection", "source", "status", "chunks", "updated", "document id"]
+    assert {row[5] for row in rows[1:]} == {r["document_id"] for r in listed}
+    assert {row[1] for row in rows[1:]} == {r["source"] for r in listed}
+    assert f"{len(listed)} documents (--json for every field)" in out

@@ -22,6 +22,7 @@ import pytest
 from nats.aio.msg import Msg
 
 from rag_common import subjects
+from rag_common.docindex import DocumentIndex
 from rag_common.documents import StatusStore
 from rag_common.messages import Draft, Passage, Query, QueryDrafted, QueryRequested, Retrieval, Route, Usage
 from rag_devrun.natsserver import LocalNatsServer
@@ -97,7 +98,8 @@ async def gateway_url(tmp_path: Path, nats_server: LocalNatsServer, model_dir: P
 
         await nc.subscribe(subjects.QUERY_REQUESTED, cb=draft)
         # A document in "default", so the OpenAI-compatible API lists it as a model.
-        await StatusStore(await js.key_value(subjects.DOC_STATUS_BUCKET)).accept_upload(
+        index = DocumentIndex(js, await js.key_value(subjects.DOC_INDEX_BUCKET))
+        await StatusStore(await js.key_value(subjects.DOC_STATUS_BUCKET), index).accept_upload(
             document_id="d-pricing",
             collection="default",
             source="pricing.md",

@@ -118,25 +118,3 @@ async def test_push_consumer_left_by_an_older_version_is_replaced(
         info = await js.consumer_info(subjects.QUERY_STREAM, subjects.ROUTER_CONSUMER)
         assert not info.config.deliver_subject
     await nc.close()
-
-
-async def test_the_faststream_path_answers_through_the_gateway_too(
-    tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path
-) -> None:
-    """RAG_QUERY_CONSUMER=faststream on every service and the gateway: FastStream publishes the
-    question and its subscriber takes the answers, plain and streamed, as before the lean path."""
-    import httpx
-
-    from tests.support.http import ask, parse_sse, upload_and_wait
-
-    faststream = {"query_consumer": "faststream"}
-    services = ("ingest", "router", "retriever", "generator", "evaluator", "gateway")
-    options = stack_options(tmp_path, nats_server.url, model_dir, **dict.fromkeys(services, faststream))
-    async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
-        await upload_and_wait(client, "herons.md", b"# Herons\n\nThe heron pond is drained every March.\n")
-        plain = await ask(client, "When is the heron pond drained?")
-        streamed = await client.post("/v1/query/stream", json={"question": "When is the heron pond drained?"})
-    events = parse_sse(streamed.text)
-    assert "March" in plain["answer"] and [c["source"] for c in plain["citations"]] == ["herons.md"]
-    assert [kind for kind, _ in events][-1] == "done" and "token" in {kind for kind, _ in events}
-    assert events[-1][1]["answer"] == plain["answer"]

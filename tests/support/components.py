@@ -3,11 +3,6 @@
 ``with_real=True`` keeps FastStream's test hooks (``wait_call``, the handler mocks) but sends every
 message through the real server, so a test that passes in memory also proves the subjects,
 streams and consumers exist as the service declares them.
-
-The query stages consume with nats-py by default (``RAG_QUERY_CONSUMER=lean``): a JetStream pull
-consumer that only a real server implements. In memory they run on FastStream (the same consumer
-configuration and error policy, ``process_message``); on the real server, the lean path the
-services run in production.
 """
 
 from __future__ import annotations
@@ -34,9 +29,8 @@ class BrokerMode:
 
     @property
     def settings(self) -> dict[str, Any]:
-        """Settings fields that point a service at this mode's server (in memory: the query stages
-        on FastStream, the only consumer the in-memory broker delivers to)."""
-        return {"nats_url": self.nats_url} if self.nats_url else {"query_consumer": "faststream"}
+        """Settings fields that point a service at this mode's server (none in memory)."""
+        return {"nats_url": self.nats_url} if self.nats_url else {}
 
     def broker(self, broker: NatsBroker) -> TestNatsBroker:
         return TestNatsBroker(broker, with_real=self.real)

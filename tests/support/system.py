@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,9 +15,18 @@ from rag_devrun.stack import Stack, StackOptions
 from rag_gateway.deps import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-RERANKER_DIR = ROOT / "data" / "models" / "ms-marco-MiniLM-L-12-v2-int8"
-SECOND_DIR = ROOT / "data" / "models" / "bge-small-en-v1.5-int8"
+
+
+def model_folder(setting: str, name: str) -> Path:
+    """Where ``make model`` put a model folder: its own setting, else ``$RAG_DATA_DIR/models/<name>``
+    (the Makefile's rule), relative paths from the repository root where make runs."""
+    data_dir = ROOT / os.environ.get("RAG_DATA_DIR", "data")
+    return ROOT / os.environ.get(setting, str(data_dir / "models" / name))
+
+
+MODEL_DIR = model_folder("RAG_MODEL_DIR", "all-MiniLM-L6-v2-int8")
+RERANKER_DIR = model_folder("RAG_RETRIEVER_RERANKER_MODEL_DIR", "ms-marco-MiniLM-L-12-v2-int8")
+SECOND_DIR = model_folder("RAG_SECOND_MODEL_DIR", "bge-small-en-v1.5-int8")
 SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
 UPLOAD_LIMIT = 2 * 1024 * 1024
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from rag_common.embedding import WordPieces
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.parsing import Block, parse_document
+from tests.support.system import MODEL_DIR
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +27,7 @@ class Tokenized:
         return self.fn(text)
 
 
-TOKENIZER_FILE = Path(__file__).parents[2] / "data" / "models" / "all-MiniLM-L6-v2-int8" / "tokenizer.json"
+TOKENIZER_FILE = MODEL_DIR / "tokenizer.json"
 
 
 @pytest.fixture(scope="module")

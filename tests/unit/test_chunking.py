@@ -2,17 +2,17 @@
 
 import hashlib
 import itertools
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.parsing import Block, BlockKind, parse_document
+from tests.support.system import MODEL_DIR
 
 pytestmark = pytest.mark.unit
 
-TOKENIZER_FILE = Path(__file__).parents[2] / "data" / "models" / "all-MiniLM-L6-v2-int8" / "tokenizer.json"
+TOKENIZER_FILE = MODEL_DIR / "tokenizer.json"
 
 
 def count_words(text: str) -> int:

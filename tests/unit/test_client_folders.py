@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_client.folders import file_hash, local_files, plan_sync
+from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
 from rag_common.messages import DocumentStatus
 
 pytestmark = pytest.mark.unit
@@ -56,3 +56,16 @@ def test_local_files_are_supported_files_by_relative_path(tmp_path: Path) -> Non
     assert file_hash(files["notes.txt"]) == hashlib.sha256(b"n").hexdigest()
     with pytest.raises(NotADirectoryError):
         local_files(tmp_path / "missing")
+
+
+def test_every_file_left_out_is_named_with_why(tmp_path: Path) -> None:
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "a.md").write_text("# A")
+    (tmp_path / "B.PDF").write_bytes(b"%PDF")
+    (tmp_path / "deep" / "sheet.xlsx").write_bytes(b"PK")
+    (tmp_path / "LICENSE").write_text("MIT")
+    skipped = skipped_files(tmp_path)
+    assert set(skipped) == {"deep/sheet.xlsx", "LICENSE"}
+    assert skipped["deep/sheet.xlsx"].startswith("unsupported type .xlsx (supported: .md")
+    assert skipped["LICENSE"].startswith("unsupported file without an extension")
+    assert set(skipped).isdisjoint(local_files(tmp_path))

@@ -249,6 +249,8 @@ def test_score_answer_for_an_in_scope_question() -> None:
         disallowed_found=(),
         flags_correct=True,
         tier_correct=True,
+        answer_words=5,
+        answerable_refused=False,
     )
 
 

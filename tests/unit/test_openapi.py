@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+import rag_gateway.openapi as openapi
 from rag_common.http_api import ErrorBody, OpenAIErrorBody
 from rag_gateway.app import create_app
 from rag_gateway.settings import GatewaySettings
 
 pytestmark = pytest.mark.unit
+
+CHECKED_IN = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+# what a successful response may be besides a JSON model: Prometheus text, SSE, or no body
+UNTYPED_OK = {("get", "/metrics"), ("post", "/v1/query/stream"), ("delete", "/v1/keys/{key_id}")}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +67,8 @@ def test_every_error_is_documented_in_the_shape_really_sent(schema: dict[str, An
                     continue
                 shape = resolve(schema, response["content"]["application/json"]["schema"])["title"]
                 expected = "OpenAIErrorBody" if path.startswith(("/v1/chat/", "/v1/models")) else "ErrorBody"
+                if path == "/readyz":
+                    expected = "Readiness"  # not ready: the same body, which says what is missing
                 assert shape == expected, f"{method.upper()} {path} {status}: {shape}"
     assert "422" not in schema["paths"]["/v1/chat/completions"]["post"]["responses"]
     assert "400" in schema["paths"]["/v1/chat/completions"]["post"]["responses"]
@@ -85,6 +93,8 @@ def test_no_422_where_no_input_can_fail_validation(schema: dict[str, Any]) -> No
         ("post", "/v1/chat/completions", {"json": {"model": "default"}}, 400),
         ("post", "/v1/chat/completions", {"json": {"model": "default", "messages": [{"role": "x"}]}}, 400),
         ("get", "/v1/models", {}, 503),
+        ("post", "/v1/query", {"content": b'{"question": "' + b"x" * 1_100_000 + b'"}'}, 413),
+        ("post", "/v1/keys", {"json": {"name": "k", "collections": {"docs": ["read"]}}}, 503),
     ],
 )
 def test_errors_returned_are_the_ones_documented(
@@ -99,3 +109,35 @@ def test_errors_returned_are_the_ones_documented(
     model = OpenAIErrorBody if shape == "OpenAIErrorBody" else ErrorBody
     body = model.model_validate(response.json())
     assert body.error.message
+
+
+def test_the_checked_in_document_is_current() -> None:
+    assert CHECKED_IN.read_text() == openapi.render(), "run: python -m rag_gateway.openapi --out docs/openapi.json"
+    assert openapi.main(["--check", str(CHECKED_IN)]) == 0
+
+
+def test_check_fails_on_a_stale_document(tmp_path: Path) -> None:
+    stale = tmp_path / "openapi.json"
+    stale.write_text(CHECKED_IN.read_text().replace('"/v1/query"', '"/v1/ask"'))
+    assert openapi.main(["--check", str(stale)]) == 1
+
+
+def test_every_route_answers_a_typed_body(schema: dict[str, Any]) -> None:
+    """Each success is a named model (not an untyped object), except text, SSE and 204s."""
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            (status,) = [s for s in operation["responses"] if s.startswith("2")]
+            content = operation["responses"][status].get("content", {})
+            if status == "204" or (method, path) in UNTYPED_OK:
+                assert "application/json" not in content, f"{method.upper()} {path}"
+                continue
+            node = content["application/json"]["schema"]
+            assert "$ref" in node, f"{method.upper()} {path} {status} answers an untyped {node}"
+            assert resolve(schema, node).get("properties"), f"{method.upper()} {path}"
+
+
+def test_every_route_with_a_body_declares_the_413(schema: dict[str, Any]) -> None:
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                assert "413" in operation["responses"], f"{method.upper()} {path}"

@@ -33,6 +33,19 @@ def test_good_settings_load(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (settings.nats_url, settings.threshold) == ("nats://nats.internal:4222", 6)
 
 
+def test_nats_url_takes_a_cluster_as_a_comma_separated_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NATS_URL", "nats://nats-0:4222, nats://nats-1:4222,nats://nats-2:4222")
+    settings = load_settings(RouterSettings)
+    assert settings.nats_servers == ["nats://nats-0:4222", "nats://nats-1:4222", "nats://nats-2:4222"]
+
+
+def test_a_bad_member_of_the_nats_list_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NATS_URL", "nats://nats-0:4222,nats-1:4222")
+    with pytest.raises(SystemExit) as exit_:
+        load_settings(RouterSettings)
+    assert "nats_url" in str(exit_.value.code).lower() and "nats-1:4222" in str(exit_.value.code)
+
+
 def test_router_threshold_below_one_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_ROUTER_THRESHOLD", "0")
     with pytest.raises(SystemExit) as exit_:

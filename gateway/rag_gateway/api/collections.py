@@ -4,10 +4,10 @@ collection's profile (assistant name, canned texts, support contact, terminology
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from rag_common.http_api import CollectionInfo, CollectionList
 from rag_common.messages import AuditEvent
 from rag_common.profiles import ProfileBook
 from rag_common.texts import CollectionTexts
@@ -22,15 +22,16 @@ from rag_gateway.openapi import errors
 router = APIRouter(prefix="/v1/collections", tags=["collections"])
 
 
-@router.get("")
-async def list_collections(gateway: GatewayDep, principal: Authenticated) -> dict[str, Any]:
-    counts = Counter(r.collection for r in await gateway.status.list()) if gateway.status else Counter()
+@router.get("", response_model=CollectionList)
+async def list_collections(gateway: GatewayDep, principal: Authenticated) -> CollectionList:
+    counts = Counter(await gateway.status.collection_counts()) if gateway.status else Counter()
     names = principal.visible_collections(counts)
-    return {
-        "collections": [
-            {"name": name, "documents": counts.get(name, 0), "rights": sorted(principal.rights(name))} for name in names
+    return CollectionList(
+        collections=[
+            CollectionInfo(name=name, documents=counts.get(name, 0), rights=sorted(principal.rights(name)))
+            for name in names
         ]
-    }
+    )
 
 
 def _profiles(gateway: Gateway) -> ProfileBook:

@@ -10,7 +10,6 @@ from pathlib import PurePosixPath
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
-from fastapi.responses import JSONResponse
 from nats.js.api import ObjectMeta
 
 from rag_common import names, subjects
@@ -153,7 +152,13 @@ async def undone_unless_queued(
         raise
 
 
-@router.post("", status_code=202, response_model=DocumentAccepted, responses=errors(413, 415, 422, 503))
+@router.post(
+    "",
+    status_code=202,
+    response_model=DocumentAccepted,
+    response_model_exclude_none=True,
+    responses=errors(413, 415, 422, 503),
+)
 async def upload_document(
     request: Request,
     gateway: GatewayDep,
@@ -161,7 +166,7 @@ async def upload_document(
     file: Annotated[UploadFile, File(description="PDF, Markdown or plain-text document")],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
-) -> JSONResponse:
+) -> DocumentAccepted:
     """Store the bytes in the object store, then queue the document for ingest.
 
     The 202 is sent only after JetStream acknowledged both, so an accepted upload is never lost.
@@ -175,7 +180,7 @@ async def upload_document(
         gateway.metrics.uploads.labels("failed").inc()
         raise
     gateway.metrics.uploads.labels(outcome).inc()
-    return JSONResponse(body, status_code=202)
+    return DocumentAccepted.model_validate(body)
 
 
 async def _upload(
@@ -254,13 +259,13 @@ async def _upload(
 @router.get("", response_model=DocumentList, responses=errors(422, 503))
 async def list_documents(
     gateway: GatewayDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
-) -> dict[str, object]:
+) -> DocumentList:
     """Documents of the collections this caller may read (of one, with ``?collection=``)."""
     if collection is not None:
         check_collection(collection)
         require(principal, collection, Right.READ)
     records = await _status_store(gateway).list(collection)
-    return {"documents": [r.model_dump() for r in records if principal.can(r.collection, Right.READ)]}
+    return DocumentList(documents=[r for r in records if principal.can(r.collection, Right.READ)])
 
 
 @router.get("/{document_id}", responses=errors(404, 503))
@@ -271,10 +276,16 @@ async def get_document(
     return record
 
 
-@router.delete("/{document_id}", status_code=202, response_model=DocumentAccepted, responses=errors(404, 503))
+@router.delete(
+    "/{document_id}",
+    status_code=202,
+    response_model=DocumentAccepted,
+    response_model_exclude_none=True,
+    responses=errors(404, 503),
+)
 async def delete_document(
     document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> JSONResponse:
+) -> DocumentAccepted:
     store, record = await readable_record(gateway, request, principal, document_id)
     require(principal, record.collection, Right.WRITE)  # it may read it: a 403 tells it nothing new
     rid = request_id(request)
@@ -300,4 +311,4 @@ async def delete_document(
                 **where(request),
             )
         )
-    return JSONResponse({"document_id": document_id, "status": "deleting", "request_id": rid}, status_code=202)
+    return DocumentAccepted(document_id=document_id, status="deleting", request_id=rid)

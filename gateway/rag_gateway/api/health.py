@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from rag_common import subjects
+from rag_common.http_api import Liveness, Readiness
 from rag_common.transport.service import nats_connected
 from rag_gateway.deps import Gateway, GatewayDep
 
@@ -19,16 +20,16 @@ router = APIRouter(tags=["health"])
 STREAMS = (subjects.INGEST_STREAM, subjects.QUERY_STREAM, subjects.DLQ_STREAM)
 
 
-@router.get("/healthz")
-async def healthz() -> dict[str, str]:
+@router.get("/healthz", response_model=Liveness)
+async def healthz() -> Liveness:
     """Liveness: answered by the event loop itself, so a hung loop fails the probe."""
-    return {"status": "ok"}
+    return Liveness()
 
 
-@router.get("/livez")
-async def livez() -> dict[str, str]:
+@router.get("/livez", response_model=Liveness)
+async def livez() -> Liveness:
     """Same as ``/healthz`` (the name the services' health ports use)."""
-    return {"status": "ok"}
+    return Liveness()
 
 
 async def _ping(gateway: Gateway, service: str) -> dict[str, Any] | None:
@@ -77,7 +78,7 @@ async def services_state(gateway: Gateway) -> dict[str, str]:
     return services
 
 
-async def readiness(gateway: Gateway) -> dict[str, Any]:
+async def readiness(gateway: Gateway) -> Readiness:
     """This gateway's own checks (they decide readiness) and the services behind it (reported).
 
     Also sets ``rag_gateway_ready`` and ``rag_service_up``; the gateway's monitor calls this every
@@ -98,11 +99,15 @@ async def readiness(gateway: Gateway) -> dict[str, Any]:
     degraded = sorted(name for name, state in services.items() if state != "ok")
     status = "not_ready" if missing else "degraded" if degraded else "ready"
     gateway.metrics.ready.set(0 if missing else 1)
-    return {"status": status, "checks": checks, "services": services, "missing": missing, "degraded": degraded}
+    return Readiness(status=status, checks=checks, services=services, missing=missing, degraded=degraded)
 
 
-@router.get("/readyz")
-async def readyz(gateway: GatewayDep) -> JSONResponse:
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "not ready: `missing` names the failed checks"}},
+)
+async def readyz(gateway: GatewayDep, response: Response) -> Readiness:
     """Ready when this gateway can serve: connected to NATS, streams and buckets in place.
 
     The services behind it are reported, not required: a dead evaluator makes answers fail
@@ -111,9 +116,10 @@ async def readyz(gateway: GatewayDep) -> JSONResponse:
     as ``"status": "degraded"`` with their names under ``degraded``.
     """
     body = await readiness(gateway)
-    return JSONResponse(body, status_code=503 if body["missing"] else 200)
+    response.status_code = 503 if body.missing else 200
+    return body
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse, responses={200: {"description": "Prometheus text format"}})
 async def metrics(gateway: GatewayDep) -> Response:
     return Response(generate_latest(gateway.telemetry.registry), media_type=CONTENT_TYPE_LATEST)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse
 
+from rag_common.http_api import KeyCreated, KeyInfo, KeyList
 from rag_common.messages import AuditEvent
 from rag_gateway.access import AdminPrincipal, require_admin
 from rag_gateway.audit import where, who
@@ -14,6 +12,7 @@ from rag_gateway.auth import KEY_ID_HEX, KeyCreate
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError
 from rag_gateway.keystore import KeyStore
+from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"], dependencies=[Depends(require_admin)])
 
@@ -24,8 +23,8 @@ def _store(gateway: Gateway) -> KeyStore:
     return gateway.keys
 
 
-@router.post("", status_code=201)
-async def create_key(spec: KeyCreate, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> JSONResponse:
+@router.post("", status_code=201, response_model=KeyCreated, responses=errors(422, 503))
+async def create_key(spec: KeyCreate, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> KeyCreated:
     """Create a key scoped to collections; the response is the only time the key is shown."""
     record, key = await _store(gateway).create(spec)
     if gateway.audit is not None:
@@ -34,15 +33,15 @@ async def create_key(spec: KeyCreate, request: Request, gateway: GatewayDep, adm
             details["tenant"] = record.tenant
         event = AuditEvent(action="key_created", target=record.id, details=details, **who(admin), **where(request))
         await gateway.audit.record(event)
-    return JSONResponse({**record.public(), "key": key}, status_code=201)
+    return KeyCreated.model_validate({**record.public(), "key": key})
 
 
-@router.get("")
-async def list_keys(gateway: GatewayDep) -> dict[str, Any]:
-    return {"keys": [r.public() for r in await _store(gateway).list()]}
+@router.get("", response_model=KeyList, responses=errors(503))
+async def list_keys(gateway: GatewayDep) -> KeyList:
+    return KeyList(keys=[KeyInfo.model_validate(r.public()) for r in await _store(gateway).list()])
 
 
-@router.delete("/{key_id}", status_code=204)
+@router.delete("/{key_id}", status_code=204, responses=errors(404, 503))
 async def delete_key(key_id: str, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> Response:
     """Revoke a key: every gateway replica refuses it from the next request on."""
     valid = len(key_id) == KEY_ID_HEX and all(c in "0123456789abcdef" for c in key_id)

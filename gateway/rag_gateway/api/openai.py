@@ -116,7 +116,7 @@ async def model_ids(gateway: Gateway, principal: Principal) -> list[str]:
     """The collections this caller may read, as /v1/collections lists them."""
     if gateway.status is None:
         raise ApiError(503, "unavailable", "document storage is not ready yet")
-    return principal.visible_collections({r.collection for r in await gateway.status.list()})
+    return principal.visible_collections(await gateway.status.collection_names())
 
 
 def conversation_of(messages: list[ChatMessage]) -> tuple[str, list[Turn]]:

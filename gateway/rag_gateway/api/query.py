@@ -18,7 +18,6 @@ from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, 
 from rag_common.names import Collection, Filters
 from rag_common.sessions import SessionCollectionMismatch, scoped_id, valid_session_id
 from rag_common.telemetry import current_trace_id
-from rag_common.transport.broker import lean_broker
 from rag_common.transport.publishing import JSON
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
@@ -145,14 +144,9 @@ async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
     """Queue a question for the first stage; returns once JetStream has stored it (its PubAck).
 
     The message id is the request id: JetStream drops a second publish of one question within the
-    stream's duplicate window. On the lean path (nats-py, ``RagBroker.publish_raw``) the HTTP
-    request's trace context goes in the headers, as FastStream's publish put it there."""
+    stream's duplicate window. The HTTP request's trace context goes in the headers."""
     headers = {"Nats-Msg-Id": f"{message.query.request_id}:requested", **JSON}
-    if (lean := lean_broker(gateway.broker)) is not None:
-        body = message.model_dump_json().encode()
-        await lean.publish_raw(body, subjects.QUERY_REQUESTED, headers, stream=subjects.QUERY_STREAM)
-    else:
-        await gateway.broker.publish(message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers=headers)
+    await gateway.broker.publish(message, subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM, headers=headers)
 
 
 async def resubmit_unanswered(gateway: Gateway) -> int:
@@ -253,7 +247,8 @@ def stream_error(status: int, code: str, message: str, rid: str, request: Reques
         **errors(422),
         200: {
             "description": "`token` events (`{text}`), then one `done` (the Answer) or `error` "
-            "(`{status, code, message, request_id}`)"
+            "(`{status, code, message, request_id}`)",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
     },
 )

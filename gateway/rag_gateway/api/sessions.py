@@ -7,10 +7,9 @@ as a session that never existed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Request, Response
 
+from rag_common.http_api import SessionView
 from rag_common.sessions import Session, SessionStore, scoped_id, valid_session_id
 from rag_gateway.access import Authenticated, authenticate, refused_as_not_found
 from rag_gateway.auth import Principal, Right
@@ -47,18 +46,13 @@ async def owned(
     return store, session
 
 
-@router.get("/{session_id}", responses=errors(404, 422, 503))
-async def get_session(
-    session_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> dict[str, Any]:
+@router.get("/{session_id}", response_model=SessionView, responses=errors(404, 422, 503))
+async def get_session(session_id: str, request: Request, gateway: GatewayDep, principal: Authenticated) -> SessionView:
     """The turns remembered for one of the caller's conversations, oldest first (read right on its collection)."""
     _, session = await owned(gateway, request, principal, session_id)
-    return {
-        "session_id": session_id,
-        "collection": session.collection,
-        "turns": [t.model_dump() for t in session.turns],
-        "updated_at": session.updated_at,
-    }
+    return SessionView(
+        session_id=session_id, collection=session.collection, turns=session.turns, updated_at=session.updated_at
+    )
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(404, 422, 503))

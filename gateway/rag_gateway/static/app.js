@@ -75,21 +75,82 @@
     return $("collection").value || "default";
   }
 
-  // The collection's assistant name, from its profile (set by file or by the admin API).
-  async function showAssistantName() {
-    const name = collection();
-    const response = await api(`/v1/collections/${encodeURIComponent(name)}/profile`).catch(() => null);
-    const node = $("assistant-name");
-    if (node && response && response.ok && name === collection()) node.textContent = (await response.json()).assistant_name;
+  // --- the conversation, kept in localStorage per collection so a reload keeps it -------------------
+
+  const HISTORY_PREFIX = "rag-conversation:";
+  const HISTORY_TURNS = 50;
+  let turns = []; // what is stored: {question, result} | {question, text, status}
+
+  function saveConversation() {
+    try {
+      const kept = turns.slice(-HISTORY_TURNS);
+      localStorage.setItem(HISTORY_PREFIX + collection(), JSON.stringify({ session: sessionId, turns: kept }));
+    } catch {
+      // storage full or disabled: the conversation still works, it is only not kept
+    }
   }
 
   function startConversation() {
-    showAssistantName();
     sessionId = "web-" + randomId();
+    turns = [];
+    try {
+      localStorage.removeItem(HISTORY_PREFIX + collection());
+    } catch {
+      // nothing stored to forget
+    }
     $("turns").replaceChildren();
     $("turns").dataset.session = sessionId;
     $("session-info").textContent = `New conversation in “${collection()}”. Follow-up questions keep its context.`;
     $("question").focus();
+  }
+
+  function restoreConversation() {
+    let saved = null;
+    try {
+      saved = JSON.parse(localStorage.getItem(HISTORY_PREFIX + collection()) || "null");
+    } catch {
+      saved = null;
+    }
+    if (!saved || typeof saved.session !== "string" || !Array.isArray(saved.turns) || !saved.turns.length) {
+      startConversation();
+      return;
+    }
+    sessionId = saved.session;
+    turns = saved.turns;
+    $("turns").replaceChildren();
+    $("turns").dataset.session = sessionId;
+    for (const stored of turns) {
+      const turn = addTurn(stored.question);
+      if (stored.result) renderDone(turn, stored.result);
+      else {
+        renderText(turn, stored.text || "");
+        turn.status.textContent = stored.status || "";
+      }
+      settle(turn);
+    }
+    $("session-info").textContent = `Conversation in “${collection()}”, kept from your last visit. Follow-up questions keep its context.`;
+  }
+
+  // --- the assistant's name, from the collection's profile ----------------------------------------
+
+  const DEFAULT_TITLE = "Document assistant";
+  let profileLoad = 0;
+
+  async function loadProfile() {
+    const mine = ++profileLoad;
+    let name = DEFAULT_TITLE;
+    try {
+      const response = await api(`/v1/collections/${encodeURIComponent(collection())}/profile`);
+      if (response.ok) {
+        const profile = await response.json();
+        if (profile && typeof profile.assistant_name === "string" && profile.assistant_name.trim()) name = profile.assistant_name.trim();
+      }
+    } catch {
+      // no profile: the default title
+    }
+    if (mine !== profileLoad) return;
+    $("assistant-name").textContent = name;
+    document.title = name;
   }
 
   let collectionsLoad = 0;
@@ -112,6 +173,24 @@
     $("upload-collection").value ||= wanted;
   }
 
+  // --- sources: numbered 1, 2, 3 in the order the answer first cites them -------------------------
+
+  const MARKERS = /\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]/g;
+
+  function citedNumbers(text) {
+    const found = [];
+    for (const m of text.matchAll(MARKERS)) for (const n of m[1].split(",")) found.push(Number(n.trim()));
+    return found;
+  }
+
+  function numberSources(answer, citations) {
+    const byN = new Map(citations.map((c) => [c.n, c]));
+    const order = [];
+    for (const n of citedNumbers(answer)) if (byN.has(n) && !order.includes(byN.get(n))) order.push(byN.get(n));
+    for (const c of citations) if (!order.includes(c)) order.push(c);
+    return { order, shown: new Map(order.map((c, i) => [c.n, i + 1])) };
+  }
+
   function where(passage) {
     const parts = [passage.source];
     if (passage.section) parts.push(passage.section);
@@ -119,61 +198,181 @@
     return parts.join(" · ");
   }
 
-  function showPassage(passage) {
-    $("passage-title").textContent = `[${passage.n}] ${passage.source}`;
+  // --- the passage behind a citation, with the part the answer drew on highlighted ---------------
+
+  function words(text) {
+    return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) || [];
+  }
+
+  // The answer's sentences that cite passage n, without their markers: what was quoted from it.
+  function quotesOf(answer, n) {
+    return answer
+      .split(/\n+|(?<=[.!?])\s+/)
+      .filter((sentence) => citedNumbers(sentence).includes(n))
+      .map((sentence) => sentence.replace(MARKERS, " ").replace(/[*_`]+/g, ""));
+  }
+
+  // A passage sentence is highlighted when it holds most of a quote's words and its numbers.
+  function overlap(quote, segment) {
+    const have = new Set(words(segment));
+    const wanted = [...new Set(words(quote))];
+    if (!wanted.length) return 0;
+    const numbers = wanted.filter((w) => /^\d/.test(w));
+    if (numbers.length && !numbers.some((w) => have.has(w))) return 0;
+    return wanted.filter((w) => have.has(w)).length / wanted.length;
+  }
+
+  function highlighted(text, quotes) {
+    const parts = text.replace(/\*\*|__|`/g, "").split(/(\n+|(?<=[.!?])\s+)/);
+    const scores = parts.map((part, i) => (i % 2 ? 0 : Math.max(0, ...quotes.map((q) => overlap(q, part)))));
+    const best = Math.max(0, ...scores);
+    const fragment = document.createDocumentFragment();
+    parts.forEach((part, i) => {
+      const marked = i % 2 === 0 && part.trim() && (scores[i] >= 0.6 || (scores[i] === best && best >= 0.3));
+      fragment.append(marked ? el("mark", { text: part }) : part);
+    });
+    return fragment;
+  }
+
+  function showPassage(passage, shownN, answer) {
+    $("passage-title").textContent = `[${shownN}] ${passage.source}`;
     $("passage-where").textContent = where(passage);
-    $("passage-text").textContent = passage.text;
+    $("passage-text").replaceChildren(highlighted(passage.text || "", quotesOf(answer, passage.n)));
     $("passage-dialog").showModal();
+    const first = $("passage-text").querySelector("mark");
+    if (first) first.scrollIntoView({ block: "nearest" });
+  }
+
+  // --- raised flags, in words ---------------------------------------------------------------------
+
+  function disagreement(conflict) {
+    const said = Object.entries(conflict.values || {}).map(([source, values]) => `${values.join(" or ")} (${source})`);
+    return `Sources disagree on “${conflict.subject}”: ${said.join(" vs ")}`;
+  }
+
+  function flagNotices(flags, details) {
+    const notices = [];
+    for (const [name, raised] of Object.entries(flags || {})) {
+      if (!raised) continue;
+      const detail = (details || {})[name];
+      if (name === "conflicting_sources") {
+        const conflicts = Array.isArray(detail) ? detail : [];
+        if (conflicts.length) for (const c of conflicts) notices.push([name, disagreement(c)]);
+        else notices.push([name, "Sources disagree on this."]);
+      } else if (name === "ungrounded") {
+        const sentence = detail && typeof detail.sentence === "string" ? detail.sentence.replace(/\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]/g, "").trim() : "";
+        notices.push([name, sentence ? `Part of this answer is weakly supported: “${sentence}”` : "Part of this answer is weakly supported."]);
+      } else if (name === "low_confidence") {
+        notices.push([name, "The documents match this question only loosely: check the sources."]);
+      } else if (name === "citation_invalid") {
+        notices.push([name, "Some citation numbers do not match a source."]);
+      } else if (name === "refused") {
+        notices.push([name, "The documents do not answer this."]);
+      } else if (name === "injection_suspected") {
+        notices.push([name, "A source holds text that tries to instruct the assistant: read this answer with care."]);
+      } else {
+        const words = name.replace(/[_-]+/g, " ").trim();
+        notices.push([name, `Check raised: ${words}.`]);
+      }
+    }
+    return notices;
+  }
+
+  // --- one turn ---------------------------------------------------------------------------------
+
+  function renderText(turn, text, cite) {
+    turn.answer.replaceChildren(window.RagMarkdown.render(text, { cite }));
+  }
+
+  function settle(turn) {
+    turn.answer.classList.remove("streaming");
+    turn.answer.setAttribute("aria-busy", "false");
+  }
+
+  function detailRow(list, term, value, className) {
+    if (value === undefined || value === null || value === "") return;
+    list.append(el("dt", { text: term }), el("dd", { text: String(value), class: className || "" }));
+  }
+
+  function renderDetails(turn, body, shown) {
+    const list = el("dl");
+    const route = body.route || {};
+    const routeText = `Route: ${route.tier} (score ${route.score})${route.reason ? ` — ${route.reason}` : ""}`;
+    turn.details.append(el("p", { class: "route", text: routeText }), list);
+    detailRow(list, "Model", body.model);
+    detailRow(list, "Searched as", body.rewritten_question ? `Searched as: ${body.rewritten_question}` : "");
+    const signals = Object.entries(route.signals || {}).map(([name, weight]) => `${name} +${weight}`);
+    detailRow(list, "Signals", signals.join(", "));
+    const scores = (body.citations || [])
+      .map((c) => {
+        const parts = [`score ${Number(c.score).toFixed(2)}`];
+        if (typeof c.similarity === "number") parts.push(`similarity ${c.similarity.toFixed(2)}`);
+        return `[${shown.get(c.n)}] ${c.source}: ${parts.join(", ")}`;
+      })
+      .sort();
+    detailRow(list, "Source scores", scores.join("; "));
+    const timings = Object.entries(body.timings_ms || {}).map(([stage, ms]) => `${stage} ${Math.round(ms)} ms`);
+    detailRow(list, "Timings", timings.join(", "), "timings");
+    const usage = body.usage || {};
+    if (usage.input_tokens || usage.output_tokens) {
+      detailRow(list, "Tokens", `${usage.input_tokens} in, ${usage.output_tokens} out, $${Number(usage.cost_usd || 0).toFixed(4)}`);
+    }
+    for (const [name, detail] of Object.entries(body.flag_details || {})) {
+      if (typeof detail === "string") detailRow(list, name.replace(/_/g, " "), detail);
+    }
+    detailRow(list, "Trace id", body.trace_id, "trace-id");
+    detailRow(list, "Request id", body.request_id);
   }
 
   function renderDone(turn, body) {
-    turn.answer.textContent = body.answer;
-    turn.answer.classList.remove("streaming");
-    turn.answer.setAttribute("aria-busy", "false");
-    $("answer-live").textContent = body.answer;
+    const citations = body.citations || [];
+    const { order, shown } = numberSources(body.answer || "", citations);
+    const byN = new Map(citations.map((c) => [c.n, c]));
+    const open = (c) => showPassage(c, shown.get(c.n), body.answer || "");
+    const cite = (n) => {
+      const c = byN.get(n);
+      if (!c) return null;
+      const button = el("button", { type: "button", class: "cite", text: String(shown.get(n)), "aria-label": `Source ${shown.get(n)}: ${where(c)}` });
+      button.addEventListener("click", () => open(c));
+      return button;
+    };
+    renderText(turn, body.answer || "", cite);
+    settle(turn);
+    $("answer-live").textContent = turn.answer.textContent;
 
-    const citations = el("ol", { class: "citations", "aria-label": "Citations" });
-    for (const c of body.citations || []) {
-      const button = el("button", {
-        type: "button",
-        class: "citation",
-        "data-n": String(c.n),
-        text: `[${c.n}] ${where(c)}`,
-      });
-      button.addEventListener("click", () => showPassage(c));
-      citations.append(el("li", {}, button));
-    }
-    if (body.citations && body.citations.length) turn.details.append(el("h3", { class: "meta", text: "Sources" }), citations);
-
-    const flags = el("ul", { class: "flags", "aria-label": "Flags" });
-    for (const [name, raised] of Object.entries(body.flags || {})) {
-      flags.append(el("li", { class: raised ? "flag raised" : "flag", "data-flag": name, text: `${name}: ${raised ? "yes" : "no"}` }));
-    }
-    turn.details.append(flags);
-    for (const [name, detail] of Object.entries(body.flag_details || {})) {
-      turn.details.append(el("p", { class: "meta", text: `${name}: ${JSON.stringify(detail)}` }));
+    const notices = flagNotices(body.flags, body.flag_details);
+    if (notices.length) {
+      const list = el("ul", { class: "notices", "aria-label": "Warnings" });
+      for (const [name, text] of notices) list.append(el("li", { class: "notice", "data-flag": name, text }));
+      turn.notices.append(list);
     }
 
-    const route = body.route || {};
-    const timings = Object.entries(body.timings_ms || {})
-      .map(([stage, ms]) => `${stage} ${Math.round(ms)} ms`)
-      .join(", ");
-    const meta = el("p", { class: "meta route" });
-    meta.textContent =
-      `Route: ${route.tier} (score ${route.score}) — ${route.reason || ""}. Model: ${body.model}. ` + `Timings: ${timings}.`;
-    turn.details.append(meta);
-    if (body.rewritten_question) {
-      turn.details.append(el("p", { class: "meta", text: `Searched as: ${body.rewritten_question}` }));
+    if (order.length) {
+      const list = el("ol", { class: "citations" });
+      for (const c of order) {
+        const n = shown.get(c.n);
+        const button = el("button", { type: "button", class: "citation", "data-n": String(n), text: `[${n}] ${where(c)}` });
+        button.addEventListener("click", () => open(c));
+        list.append(el("li", {}, button));
+      }
+      turn.sources.append(el("h3", { text: "Sources" }), list);
+      turn.sources.hidden = false;
     }
+
+    renderDetails(turn, body, shown);
+    turn.more.hidden = false;
   }
 
   function addTurn(question) {
     const answer = el("div", { class: "answer streaming", "aria-busy": "true" });
-    const details = el("div", { class: "details" });
+    const notices = el("div", { class: "flags" });
+    const sources = el("section", { class: "sources", hidden: true, "aria-label": "Sources" });
+    const details = el("div", { class: "details-body" });
+    const more = el("details", { class: "details", hidden: true }, el("summary", { text: "Details" }), details);
     const status = el("p", { class: "meta status" });
-    const item = el("li", { class: "turn" }, el("p", { class: "question", text: question }), answer, details, status);
+    const item = el("li", { class: "turn" }, el("p", { class: "question", text: question }), answer, notices, sources, more, status);
     $("turns").append(item);
-    return { item, answer, details, status };
+    return { item, answer, notices, sources, details, more, status };
   }
 
   function setBusy(busy) {
@@ -187,12 +386,20 @@
     setBusy(false);
   }
 
+  function storable(body) {
+    const { passages, ...kept } = body; // every passage given to the generator: too big to keep, not shown
+    return kept;
+  }
+
   async function ask(question) {
     $("ask-error").textContent = "";
     const turn = addTurn(question);
+    const stored = { question, text: "" };
+    turns.push(stored);
     const mine = new AbortController();
     controller = mine;
     setBusy(true);
+    let text = "";
     try {
       const response = await api("/v1/query/stream", {
         method: "POST",
@@ -202,26 +409,30 @@
       });
       if (!response.ok) throw new Error(await errorMessage(response));
       for await (const { event, data } of sseEvents(response)) {
-        if (event === "token") turn.answer.textContent += data.text;
-        else if (event === "error") throw new Error(`${data.message} (${data.code})`);
+        if (event === "token") {
+          text += data.text;
+          renderText(turn, text);
+        } else if (event === "error") throw new Error(`${data.message} (${data.code})`);
         else if (event === "done") {
           finish(mine); // ready for the next question as soon as the answer is complete
           renderDone(turn, data);
+          stored.result = storable(data);
           break;
         }
       }
     } catch (error) {
-      turn.answer.classList.remove("streaming");
-      turn.answer.setAttribute("aria-busy", "false");
+      settle(turn);
+      stored.text = text;
       if (error.name === "AbortError") {
-        turn.status.textContent = "Stopped.";
+        turn.status.textContent = stored.status = "Stopped.";
         $("answer-live").textContent = "Answer stopped.";
       } else {
-        turn.status.textContent = `Error: ${error.message}`;
+        turn.status.textContent = stored.status = `Error: ${error.message}`;
         $("ask-error").textContent = error.message;
       }
     } finally {
       finish(mine);
+      saveConversation();
     }
   }
 
@@ -317,14 +528,14 @@
       const key = $("api-key").value.trim();
       if (key) sessionStorage.setItem(KEY_STORE, key);
       else sessionStorage.removeItem(KEY_STORE);
-      showAssistantName();
       loadCollections().then(loadDocuments);
     });
     $("stop").addEventListener("click", () => controller && controller.abort());
     $("new-conversation").addEventListener("click", startConversation);
     $("collection").addEventListener("change", () => {
       $("upload-collection").value = collection();
-      startConversation();
+      restoreConversation();
+      loadProfile();
       loadDocuments();
     });
     $("upload-form").addEventListener("submit", (event) => {
@@ -337,7 +548,8 @@
     const wanted = new URLSearchParams(location.search).get("collection") || "default";
     $("collection").replaceChildren(el("option", { value: wanted, text: wanted }));
     $("upload-collection").value = wanted;
-    startConversation();
+    restoreConversation();
+    loadProfile();
     loadCollections().then(loadDocuments);
   }
 

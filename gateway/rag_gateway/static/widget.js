@@ -140,7 +140,7 @@
       this.panel = el(
         "section",
         { class: "panel", id: `${id}-panel`, hidden: true, role: "dialog", "aria-label": title },
-        el("header", {}, heading, el("button", { type: "button", class: "plain", text: "Close", onclick: () => this.toggle(false) })),
+        el("header", {}, heading, el("button", { type: "button", class: "plain", text: "Close", "aria-label": "Close chat", onclick: () => this.toggle(false) })),
         this.log,
         form,
       );
@@ -148,7 +148,7 @@
       this.launcher = el("button", {
         type: "button",
         class: "launcher",
-        text: "Ask",
+        text: "Open chat",
         "aria-expanded": "false",
         "aria-controls": `${id}-panel`,
         onclick: () => this.toggle(this.panel.hidden),
@@ -202,7 +202,7 @@
     toggle(open) {
       this.panel.hidden = !open;
       this.launcher.setAttribute("aria-expanded", String(open));
-      this.launcher.textContent = open ? "Close" : "Ask";
+      this.launcher.textContent = open ? "Hide chat" : "Open chat";
       if (open) this.question.focus();
       else this.launcher.focus();
     }
@@ -212,6 +212,18 @@
       const key = this.getAttribute("api-key");
       if (key) headers.authorization = `Bearer ${key}`;
       return headers;
+    }
+
+    // fetch() failed before any response: either the browser refused the gateway's answer (this
+    // site's origin is not allowed by CORS) or the gateway is down. A no-cors request tells them apart:
+    // it needs no permission, so it succeeds whenever the gateway answers at all.
+    async unreachable() {
+      try {
+        await fetch(`${this.gateway}/healthz`, { mode: "no-cors", cache: "no-store" });
+      } catch {
+        return `The gateway at ${this.gateway} cannot be reached: check that it is running and that this address is right.`;
+      }
+      return `This site (${location.origin}) is not allowed by the gateway: set RAG_GATEWAY_CORS_ORIGINS to include ${location.origin} on the gateway.`;
     }
 
     async submit() {
@@ -233,12 +245,18 @@
       const body = { question, collection: this.getAttribute("collection") || "default", session_id: this.sessionId };
       if (selected) body.selected_text = selected;
       try {
-        const response = await fetch(`${this.gateway}/v1/query/stream`, {
-          method: "POST",
-          headers: this.headers(),
-          body: JSON.stringify(body),
-          signal: mine.signal,
-        });
+        let response;
+        try {
+          response = await fetch(`${this.gateway}/v1/query/stream`, {
+            method: "POST",
+            headers: this.headers(),
+            body: JSON.stringify(body),
+            signal: mine.signal,
+          });
+        } catch (error) {
+          if (error.name === "AbortError") throw error;
+          throw new Error(await this.unreachable());
+        }
         if (!response.ok) {
           let message = `${response.status} ${response.statusText}`;
           try {

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
-from rag_client.folders import file_hash, local_files, plan_sync
+from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
 from rag_common.http_api import Answer
 from rag_common.messages import DocumentStatus
 
@@ -150,17 +150,27 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
     if args.json:
         console.print_json(json.dumps([r.model_dump() for r in records]))
         return EXIT_OK
-    table = Table("collection", "source", "status", "chunks", "updated", "document id")
-    for r in records:
-        updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))
-        table.add_row(
+    header = ("collection", "source", "status", "chunks", "updated", "document id")
+    rows = [
+        (
             r.collection,
             r.source,
             r.status + (f": {r.error}" if r.error else ""),
             str(r.chunks),
-            updated,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at)),
             r.document_id,
         )
+        for r in records
+    ]
+    if not console.is_terminal:  # a pipe or a file: whole values, one tab-separated line each
+        for row in (header, *rows):
+            print("\t".join(row), file=console.file)
+        console.print(f"{len(records)} documents (--json for every field)")
+        return EXIT_OK
+    table = Table(*header[:-1])
+    table.add_column(header[-1], overflow="fold")  # folded, never cut: ids are copied from here
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     console.print(f"{len(records)} documents")
     return EXIT_OK
@@ -168,6 +178,9 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
 
 def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) -> int:
     files = local_files(args.folder)
+    skipped = skipped_files(args.folder)
+    for source, reason in skipped.items():
+        console.print(f"skipped: {source}: {reason}", style="yellow", markup=False, soft_wrap=True)
     hashes = {source: file_hash(path) for source, path in files.items()}
     plan = plan_sync(hashes, client.documents(args.collection), delete_missing=args.sync)
     progress = Progress(
@@ -220,6 +233,7 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
     console.print(
         f"{args.collection}: {len(accepted)} uploaded ({indexed} indexed, {len(failed)} failed), "
         + (f"{len(rejected)} rejected, " if rejected else "")
+        + (f"{len(skipped)} skipped, " if skipped else "")
         + f"{len(plan.unchanged)} unchanged, {len(plan.delete)} deleted",
         highlight=False,
     )

@@ -19,6 +19,17 @@ def local_files(folder: Path) -> dict[str, Path]:
     return {p.relative_to(folder).as_posix(): p for p in sorted(found)}
 
 
+def skipped_files(folder: Path) -> dict[str, str]:
+    """Files under ``folder`` that ``local_files`` leaves out, by relative path, each with why."""
+    supported = ", ".join(SUPPORTED_EXTENSIONS)
+    skipped = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            kind = f"type {path.suffix}" if path.suffix else "file without an extension"
+            skipped[path.relative_to(folder).as_posix()] = f"unsupported {kind} (supported: {supported})"
+    return skipped
+
+
 def file_hash(path: Path) -> str:
     """The SHA-256 the gateway records as ``content_hash``."""
     digest = hashlib.sha256()

@@ -17,14 +17,17 @@ agree on lives here so neither builds a name or judges a version on its own:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError, NoKeysError
 from nats.js.kv import KeyValue
 
+from rag_common.docindex import DocumentIndex
 from rag_common.messages import DocumentStatus, IngestRequested
 
 CAS_ATTEMPTS = 50
@@ -90,8 +93,9 @@ class StatusStore:
     has not seen.
     """
 
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: KeyValue, index: DocumentIndex | None = None) -> None:
         self.kv = kv
+        self.index = index  # None: listings read every record (in-memory stand-ins, tests)
 
     async def get(self, document_id: str) -> DocumentStatus | None:
         try:
@@ -155,7 +159,18 @@ class StatusStore:
             if exc.err_code in _WRONG_LAST_SEQUENCE:
                 return False
             raise
+        await self._unindex(after.collection, after.document_id)
         return True
+
+    async def _unindex(self, collection: str, document_id: str) -> None:
+        """Take a document whose record was just removed out of the index (docindex: the record leads)."""
+        if self.index is None:
+            return
+
+        async def recorded() -> bool:
+            return await self.get(document_id) is not None
+
+        await self.index.remove(collection, document_id, recorded)
 
     # --- the transitions --------------------------------------------------------------------
 
@@ -188,6 +203,8 @@ class StatusStore:
                 metadata=metadata,
             )
             if await self.put_if(status, revision):
+                if self.index is not None:
+                    await self.index.add(collection, document_id)
                 return previous, status
         raise StatusConflict(f"status of {document_id} changed {UPLOAD_ATTEMPTS} times while accepting an upload")
 
@@ -235,6 +252,7 @@ class StatusStore:
                 if exc.err_code in _WRONG_LAST_SEQUENCE:
                     continue
                 raise
+            await self._unindex(current.collection, current.document_id)
             return current
         raise StatusConflict(f"status of {document_id} changed {CAS_ATTEMPTS} times while deleting it")
 
@@ -258,10 +276,53 @@ class StatusStore:
         return sorted(subject[len(prefix) :] for subject in (info.state.subjects or {}))
 
     async def list(self, collection: str | None = None) -> list[DocumentStatus]:
-        keys = await self.keys()  # deleted keys are among them; get() returns None for those
-        records = [r for r in [await self.get(k) for k in keys] if r is not None]
-        records = [r for r in records if collection is None or r.collection == collection]
+        """The records of one collection's documents (of all, with None), by collection and source.
+
+        With the index, only the listed collection's records are read; without it, every key the
+        bucket holds, deleted ones included.
+        """
+        if self.index is not None:
+            if collection is not None:
+                keys = await self.index.documents(collection)
+            else:
+                keys = [document_id for _, document_id in await self.index.all_documents()]
+            found = await asyncio.gather(*(self.get(k) for k in keys))
+        else:
+            keys = await self.keys()  # deleted keys are among them; get() returns None for those
+            found = [await self.get(k) for k in keys]
+        records = [r for r in found if r is not None and (collection is None or r.collection == collection)]
         return sorted(records, key=lambda r: (r.collection, r.source))
+
+    async def collection_counts(self) -> dict[str, int]:
+        """Documents per collection, for the collections holding any."""
+        if self.index is not None:
+            return await self.index.counts()
+        return dict(Counter(r.collection for r in await self.list()))
+
+    async def collection_names(self) -> set[str]:
+        """The collections holding documents."""
+        if self.index is not None:
+            return set(await self.index.collections())
+        return {r.collection for r in await self.list()}
+
+    async def repair_index(self) -> tuple[int, int]:
+        """Bring the index in line with the records (a full read of both: ingest's periodic sweep,
+        and the first start after an upgrade, when the index is empty). Returns (added, removed)."""
+        if self.index is None:
+            return 0, 0
+        indexed = set(await self.index.all_documents())
+        added = removed = 0
+        for key in await self.keys():
+            record = await self.get(key)
+            if record is not None and (record.collection, record.document_id) not in indexed:
+                await self.index.add(record.collection, record.document_id)
+                added += 1
+        for collection, document_id in indexed:
+            record = await self.get(document_id)
+            if record is None or record.collection != collection:
+                await self._unindex(collection, document_id)
+                removed += 1
+        return added, removed
 
 
 def _is_current(request: IngestRequested) -> Callable[[DocumentStatus], bool]:

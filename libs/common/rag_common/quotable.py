@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from rag_common.messages import Passage
 
-KIND_SENTENCE, KIND_ITEM, KIND_ROW = "sentence", "item", "row"
+KIND_SENTENCE, KIND_ITEM, KIND_ROW, KIND_CODE = "sentence", "item", "row", "code"
+MAX_CODE_CHARS = 160  # a longer line of code is a program, not a value to quote
 MAX_ITEM_CHARS = 400  # a longer list item is quoted sentence by sentence
 
 # --- text cleaning ---------------------------------------------------------------------------
@@ -35,6 +36,18 @@ _LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _MD_HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^(?:```|~~~)")
 _QUESTION_LINE = re.compile(r"^Q:\s*")
+# A line of code or configuration that lost its fence at ingest: a command, a "key: value" or
+# "key = value" setting with a machine-style key, an environment variable, a path, or a header
+# with a placeholder. Prose never looks like this (a capitalised "Base URL: ..." stays a sentence).
+_CODE_LINE = re.compile(
+    r"^(?:\$\s+)?(?:npm|npx|pip|pipx|uv|curl|wget|sudo|export|docker|kubectl|helm|git|make|python3?|node|yarn|"
+    r"brew|apt(?:-get)?|systemctl|cd|mkdir|cp|mv|ls|cat|chmod|ssh|go|cargo|java|dotnet|orbitly)\s+\S"
+    r"|^[a-z][a-z0-9]*(?:[_.-][a-z0-9]+)+\s*[:=]\s*\S"
+    r"|^[a-z][a-z0-9]*\s*=\s*\S"
+    r"|^[A-Z][A-Z0-9]*_[A-Z0-9_]*=\S"
+    r"|^[~/.]{1,2}/[\w./-]+$"
+    r"|^[A-Z][\w-]*:\s.*<[^>\s]+>"
+)
 _ANSWER_LINE = re.compile(r"^A:\s*")
 # "Header: value; Header: value" as the ingest parser serialises table rows.
 _CELL = r"[^:;\n]{1,60}:\s[^;\n]*"
@@ -48,6 +61,7 @@ _EMPHASIS = re.compile(r"(?<![\w*])[*_](\S(?:[^*_]*?\S)?)[*_](?![\w*])")
 # A document's own "[2]" would read as a citation of passage 2.
 _FAKE_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
+_ADDRESS = re.compile(r"\S+@\S+\.\w|https?://")
 _TERMINAL = re.compile(r"[.!?][\"'”’)\]]*$")
 _ENDS_CLAUSE = re.compile(r"[.!?:][\"'”’)\]]*$")
 _SENTENCE_BREAK = re.compile(r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])")
@@ -81,16 +95,20 @@ class Candidate:
     n: int
     rank: int  # 0 for the retriever's best passage
     position: int  # order of the unit within its passage
-    kind: str  # "sentence" | "item" | "row"
+    kind: str  # "sentence" | "item" | "row" | "code"
     context: str = ""
     lead: bool = False  # first unit under its heading: the one a heading or FAQ question introduces
+    intro: str = ""  # a line of code's lead-in sentence ("Send the token in the header:"), if any
 
 
 # --- candidates ------------------------------------------------------------------------------
 
 
 def candidate_sentences(
-    passages: Sequence[Passage], *, excluded: Mapping[int, Sequence[tuple[int, int]]] | None = None
+    passages: Sequence[Passage],
+    *,
+    excluded: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+    code: bool = False,
 ) -> list[Candidate]:
     """The readable units of each passage, in passage then document order.
 
@@ -99,17 +117,20 @@ def candidate_sentences(
     line), questions and anything overlapping an ``excluded`` character range of the passage's
     text are dropped, so whatever is picked from this list can be quoted as it stands.
     Excluded ranges are the injection spans found at ingest: they must never be quoted.
+    With ``code``, the lines of fenced code blocks are units too (kind ``code``, verbatim): the
+    answer to "what port..." is often a configuration line. Ingest stores no vector for them.
     """
     excluded = excluded or {}
     candidates: list[Candidate] = []
     for rank, passage in enumerate(passages):
         text = mask_spans(passage.text, excluded.get(passage.n, ()))
         position, last_heading = 0, None
-        for kind, unit, heading, alone in _units(_clean_glyphs(text), passage.kind):
+        for kind, unit, heading, alone in _units(_clean_glyphs(text), passage.kind, code):
             if _readable(unit, kind, passage.section):
                 context = _join(passage.section, heading)
                 lead = heading != last_heading and alone
-                candidates.append(Candidate(unit, passage.n, rank, position, kind, context, lead))
+                intro = heading if kind == KIND_CODE and heading.endswith(":") else ""
+                candidates.append(Candidate(unit, passage.n, rank, position, kind, context, lead, intro))
                 position, last_heading = position + 1, heading
     return candidates
 
@@ -150,7 +171,7 @@ def _clean_glyphs(text: str) -> str:
     return "\n".join(lines)
 
 
-def _units(text: str, passage_kind: str) -> Iterator[tuple[str, str, str, bool]]:
+def _units(text: str, passage_kind: str, code: bool = False) -> Iterator[tuple[str, str, str, bool]]:
     """(kind, text, heading above it, whether that heading stands alone) for every unit.
 
     Headings, FAQ questions, lead-ins such as "Every project has four views:" and short
@@ -164,7 +185,10 @@ def _units(text: str, passage_kind: str) -> Iterator[tuple[str, str, str, bool]]
         nonlocal heading, in_a_row
         heading, in_a_row = line, in_a_row + 1
 
-    for kind, line in _logical_lines(text, passage_kind):
+    for kind, line in _logical_lines(text, passage_kind, code):
+        if kind == KIND_CODE:
+            yield KIND_CODE, line, heading, in_a_row <= 1
+            continue
         plain = _strip_markup(line)
         if kind in ("heading", "question"):
             headed(plain)
@@ -188,7 +212,7 @@ def _units(text: str, passage_kind: str) -> Iterator[tuple[str, str, str, bool]]
                     in_a_row = 0
 
 
-def _logical_lines(text: str, passage_kind: str) -> Iterator[tuple[str, str]]:
+def _logical_lines(text: str, passage_kind: str, code: bool = False) -> Iterator[tuple[str, str]]:
     """Physical lines regrouped into paragraphs, list items, table rows, headings and questions.
 
     A line is joined to the one before when that one was cut by the page width rather than ended
@@ -210,12 +234,17 @@ def _logical_lines(text: str, passage_kind: str) -> Iterator[tuple[str, str]]:
             yield from flush()
             fenced = not fenced
         elif fenced:
-            continue  # code is for copying from the document, not for reading as an answer
+            # Code is read as an answer only for the value a line holds (a port, a command).
+            if code and line and len(line) <= MAX_CODE_CHARS and not line.startswith(("#", "//", "<!--")):
+                yield KIND_CODE, line
         elif not line:
             yield from flush()
         elif _MD_HEADING.match(line):
             yield from flush()
             yield "heading", line.lstrip("#").strip()
+        elif code and len(line) <= MAX_CODE_CHARS and _CODE_LINE.match(line) and not _TERMINAL.search(line):
+            yield from flush()
+            yield KIND_CODE, line
         elif _QUESTION_LINE.match(line):
             yield from flush()
             buffer, buffer_kind = _QUESTION_LINE.sub("", line), "question"
@@ -307,6 +336,8 @@ def _readable(unit: str, kind: str, section: str) -> bool:
     if not unit or _EXCLUDED in unit:
         return False
     words = unit.split()
+    if kind == KIND_CODE:
+        return any(c.isalnum() for c in unit) and len(unit) >= 3
     if kind == KIND_ROW:
         return len(words) >= 2
     if normal_words(unit) == normal_words(section) or unit.endswith("?"):
@@ -314,7 +345,8 @@ def _readable(unit: str, kind: str, section: str) -> bool:
     if not unit[0].isupper() and not unit[0].isdigit() and unit[0] not in "$\"'“(":
         return kind == KIND_ITEM and len(words) >= 4  # a sentence starting lowercase was cut
     if _TERMINAL.search(unit) or unit.endswith(":"):
-        return len(words) >= 3
+        # "Email sales@orbitly.example." is whole: an address or a link carries the statement.
+        return len(words) >= 3 or (len(words) == 2 and bool(_ADDRESS.search(unit)))
     if kind == KIND_ITEM:
         return len(words) >= 4 and not _title_like(words)
     # Unpunctuated prose survives only when long and mostly lowercase words: a footer, a title or

@@ -17,12 +17,21 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
+def nats_servers(url: str) -> list[str]:
+    """The servers of a ``NATS_URL``: one URL or a comma-separated list, spaces ignored."""
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
 class ServiceSettings(BaseSettings):
     """What every service needs: NATS, JetStream sizing, metrics and logs."""
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    nats_url: str = Field("nats://127.0.0.1:4222", validation_alias=_env("NATS_URL"))
+    nats_url: str = Field(
+        "nats://127.0.0.1:4222",
+        validation_alias=_env("NATS_URL"),
+        description="NATS server URL, or a comma-separated list of a cluster's servers (tried in turn)",
+    )
     nats_user: str | None = Field(None, validation_alias=_env("NATS_USER"))
     nats_password: SecretStr | None = Field(None, validation_alias=_env("NATS_PASSWORD"))
     nats_tls_ca_file: Path | None = Field(
@@ -33,6 +42,18 @@ class ServiceSettings(BaseSettings):
     data_dir: Path = Field(Path("data"), validation_alias=_env("RAG_DATA_DIR"))
     js_replicas: int = Field(1, ge=1, le=5, validation_alias=_env("RAG_JS_REPLICAS"))
     max_deliver: int = Field(3, ge=1, le=20, validation_alias=_env("RAG_MAX_DELIVER"))
+    dlq_max_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        validation_alias=_env("RAG_DLQ_MAX_BYTES"),
+        description="the dead-letter stream (RAG_DLQ) keeps at most this many bytes; the oldest letters go first",
+    )
+    dlq_max_age_s: float = Field(
+        14 * 24 * 3600.0,
+        gt=0,
+        validation_alias=_env("RAG_DLQ_MAX_AGE_S"),
+        description="a dead letter is kept this long",
+    )
     query_timeout_s: float = Field(
         60.0,
         gt=0,
@@ -64,15 +85,6 @@ class ServiceSettings(BaseSettings):
     )
     trace_console: bool = Field(False, validation_alias=_env("RAG_TRACE_CONSOLE"), description="print spans")
     concurrency: int = Field(8, ge=1, le=256, description="messages one replica handles at once")
-    query_consumer: Literal["lean", "faststream"] = Field(
-        "lean",
-        validation_alias=_env("RAG_QUERY_CONSUMER"),
-        description=(
-            "how the query stages consume and publish: lean (nats-py pull consumer and publishes, one span per hop) "
-            "or faststream (FastStream subscriber and middlewares, as ingest; FastStream's in-memory test broker "
-            "knows only this one)"
-        ),
-    )
     max_replicas: int = Field(
         10,
         ge=1,
@@ -136,9 +148,17 @@ class ServiceSettings(BaseSettings):
     @field_validator("nats_url")
     @classmethod
     def _nats_scheme(cls, value: str) -> str:
-        if not value.startswith(("nats://", "tls://", "ws://", "wss://")):
-            raise ValueError(f"NATS_URL must look like nats://host:4222, got {value!r}")
-        return value
+        servers = nats_servers(value)
+        if not servers or not all(s.startswith(("nats://", "tls://", "ws://", "wss://")) for s in servers):
+            raise ValueError(
+                f"NATS_URL must look like nats://host:4222 (a cluster: nats://a:4222,nats://b:4222), got {value!r}"
+            )
+        return ",".join(servers)
+
+    @property
+    def nats_servers(self) -> list[str]:
+        """Every server of ``NATS_URL``: a cluster's members, so a client moves on when one goes."""
+        return nats_servers(self.nats_url)
 
 
 class StoreSettings(ServiceSettings):

@@ -77,6 +77,7 @@ SERVICES = ("ingest", "router", "retriever", "generator", "evaluator")
 # --- Buckets -------------------------------------------------------------------------------------
 DOCUMENTS_BUCKET = "rag-documents"  # object store: uploaded bytes
 DOC_STATUS_BUCKET = "rag-doc-status"  # key-value: document status
+DOC_INDEX_BUCKET = "rag-doc-index"  # key-value: which documents each collection holds (listings)
 SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns per session id (TTL)
 API_KEYS_BUCKET = "rag-api-keys"  # key-value: gateway API keys by id (hashes only, never the key)
 PROFILES_BUCKET = "rag-profiles"  # key-value: collection profiles set through the API, by collection

@@ -27,6 +27,7 @@ from rag_devrun.natsserver import LocalNatsServer, ensure_nats
 from rag_evaluator.app import create_app as create_evaluator
 from rag_evaluator.settings import EvaluatorSettings
 from rag_gateway.app import create_app as create_gateway
+from rag_gateway.serving import uvicorn_config
 from rag_gateway.settings import GatewaySettings
 from rag_generator.app import create_app as create_generator
 from rag_generator.settings import GeneratorSettings
@@ -158,8 +159,8 @@ class Stack:
             return
         gateway_settings = self._settings(GatewaySettings, "gateway", host=self.options.host, port=self.options.port)
         gateway = create_gateway(gateway_settings, setup_telemetry("gateway", processors, settings=gateway_settings))
-        config = uvicorn.Config(
-            gateway, host=self.options.host, port=self.options.port, log_level="warning", lifespan="on"
+        config = uvicorn_config(
+            gateway, gateway_settings, host=self.options.host, port=self.options.port, log_level="warning"
         )
         self.server = _Server(config)
         self.serve_task = asyncio.create_task(self.server.serve())

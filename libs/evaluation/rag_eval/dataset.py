@@ -25,7 +25,7 @@ class _GoldIn(BaseModel):
 
 
 class _TurnIn(BaseModel):
-    """One question and what it expects; unknown fields (e.g. ``reference_answer``) are ignored."""
+    """One question and what it expects; unknown fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -37,6 +37,10 @@ class _TurnIn(BaseModel):
     expected_tier: Literal["fast", "strong", "greeting"] | None = None
     out_of_scope: bool = False
     expected_rewrite: list[str] = Field(default_factory=list)
+    reference_answer: str | None = None
+    # In the collection's domain but not answered by its documents ("Who is the CEO?"): must be
+    # refused (or flagged low_confidence), counted apart from off-topic and injection items.
+    unanswerable: bool = False
 
 
 class _ItemIn(BaseModel):
@@ -101,6 +105,8 @@ def _expectations(turn: _TurnIn) -> Expectations:
         expected_tier=turn.expected_tier,
         out_of_scope=turn.out_of_scope,
         expected_rewrite=tuple(turn.expected_rewrite),
+        reference_answer=turn.reference_answer or None,
+        unanswerable=turn.unanswerable,
     )
 
 

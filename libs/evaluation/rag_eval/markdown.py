@@ -53,7 +53,7 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         lines.append(f"| {name} | {_fmt(r[name])} |")
     lines += ["", f"## Answers ({a['questions']} answered)", "", "| metric | value |", "|---|---|"]
     for name in ANSWER_METRICS:
-        lines.append(f"| {name} | {_fmt(a[name])} |")
+        lines.append(f"| {name} | {_fmt(a.get(name))} |")
     lines += [
         "",
         "## Latency (ms)",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from rag_common.messages import Passage  # the one passage shape: the answer's, as the metrics read it
+from rag_common.text.words import STOP_WORDS
 
 # --- typed inputs ------------------------------------------------------------------------------
 
@@ -62,6 +63,9 @@ class Expectations:
     # Words the standalone form of a follow-up must contain ("Business" for "And how much does it
     # cost?" after a question about the Business plan); empty: not checked.
     expected_rewrite: tuple[str, ...] = ()
+    # A person's answer to compare the answer's words with (SQuAD F1, content recall); None: not checked.
+    reference_answer: str | None = None
+    unanswerable: bool = False  # in the domain, but the documents do not answer it
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +268,52 @@ def disallowed_found(answer: str, keywords: Sequence[str]) -> list[str]:
     return [k for k in keywords if k.casefold() in text]
 
 
+# --- answer text against a reference answer -------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def _squad_tokens(text: str) -> list[str]:
+    """SQuAD's answer normalisation: lower case, punctuation and articles out, split on spaces.
+
+    Citation markers ("[1]", "[1][3]") are taken out first: they are links to passages, not words
+    of the answer, and a reference answer has none.
+    """
+    text = _CITATION.sub(" ", text).lower()
+    return _ARTICLES.sub(" ", _PUNCTUATION.sub(" ", text)).split()
+
+
+def answer_f1(answer: str, reference: str) -> float:
+    """SQuAD token F1 (Rajpurkar et al. 2016): harmonic mean of the shared tokens' precision and
+    recall, counting repeats as often as both texts hold them."""
+    got, want = _squad_tokens(answer), _squad_tokens(reference)
+    if not got or not want:
+        return float(got == want)
+    shared = sum(min(got.count(t), want.count(t)) for t in set(got))
+    if not shared:
+        return 0.0
+    precision, recall = shared / len(got), shared / len(want)
+    return 2 * precision * recall / (precision + recall)
+
+
+def content_recall(answer: str, reference: str, question: str) -> float | None:
+    """Share of the reference's content words found in the answer: stop words and the question's
+    own words left out, so only what the question did not already say counts. None when the
+    reference has no such word."""
+    asked = set(_squad_tokens(question))
+    wanted = {t for t in _squad_tokens(reference) if t not in STOP_WORDS and t not in asked}
+    if not wanted:
+        return None
+    got = set(_squad_tokens(answer))
+    return len(wanted & got) / len(wanted)
+
+
+def answer_words(answer: str) -> int:
+    """Words a reader reads (citation markers not counted)."""
+    return len(_squad_tokens(answer))
+
+
 def flags_match(actual: Mapping[str, bool], expected: Mapping[str, bool]) -> bool:
     """Whether every listed flag has the expected value; a flag the answer lacks counts as False."""
     return all(bool(actual.get(name, False)) == value for name, value in expected.items())
@@ -292,6 +342,12 @@ class AnswerScores:
     tier_correct: bool | None
     injection_correct: bool | None = None  # None: the item does not say whether it is an injection
     rewrite_correct: bool | None = None  # None: the item expects no rewrite
+    answer_f1: float | None = None  # None: no reference answer, or refused where it should not be scored
+    content_recall: float | None = None
+    answer_words: int | None = None  # None: refused
+    answerable_refused: bool | None = None  # None: the item should be refused
+    unanswerable_answered: bool | None = None  # None: the item should be answered
+    unanswerable_caught: bool | None = None  # refused or flagged low_confidence; None: not an unanswerable item
 
 
 def rewrite_matches(rewritten: str | None, words: Sequence[str]) -> bool:
@@ -300,9 +356,11 @@ def rewrite_matches(rewritten: str | None, words: Sequence[str]) -> bool:
     return bool(text) and all(w.lower() in text for w in words)
 
 
-def score_answer(expect: Expectations, seen: Observed) -> AnswerScores:
-    """All answer metrics of one question."""
+def score_answer(expect: Expectations, seen: Observed, question: str = "") -> AnswerScores:
+    """All answer metrics of one question (``question``: its text, for content recall)."""
     citable = not seen.refused and bool(seen.passages)
+    refuse = should_refuse(expect)
+    reference = expect.reference_answer
     return AnswerScores(
         refusal_correct=seen.refused == should_refuse(expect),
         citation_valid=citations_valid(seen.answer, [p.n for p in seen.passages]) if citable else None,
@@ -318,6 +376,17 @@ def score_answer(expect: Expectations, seen: Observed) -> AnswerScores:
         else None,
         rewrite_correct=rewrite_matches(seen.rewritten_question, expect.expected_rewrite)
         if expect.expected_rewrite
+        else None,
+        # A refusal of an answerable question scores 0: it answered nothing of the reference.
+        answer_f1=answer_f1("" if seen.refused else seen.answer, reference) if reference else None,
+        content_recall=content_recall("" if seen.refused else seen.answer, reference, question)
+        if reference and question
+        else None,
+        answer_words=None if seen.refused else answer_words(seen.answer),
+        answerable_refused=seen.refused if not refuse else None,
+        unanswerable_answered=(not seen.refused and not seen.flags.get("low_confidence", False)) if refuse else None,
+        unanswerable_caught=(seen.refused or bool(seen.flags.get("low_confidence", False)))
+        if expect.unanswerable
         else None,
     )
 
@@ -340,6 +409,12 @@ class AnswerSummary:
     tier_accuracy: float | None
     injection_accuracy: float | None = None
     rewrite_accuracy: float | None = None
+    answer_f1: float | None = None
+    content_recall: float | None = None
+    answer_words_mean: float | None = None
+    answerable_but_refused: int = 0
+    unanswerable_but_answered: int = 0
+    unanswerable_caught_rate: float | None = None  # share of "unanswerable" items refused or flagged
 
 
 def _share(values: Sequence[bool | None]) -> float | None:
@@ -361,4 +436,10 @@ def summarize_answers(scores: Sequence[AnswerScores]) -> AnswerSummary:
         tier_accuracy=_share([s.tier_correct for s in scores]),
         injection_accuracy=_share([s.injection_correct for s in scores]),
         rewrite_accuracy=_share([s.rewrite_correct for s in scores]),
+        answer_f1=mean([s.answer_f1 for s in scores if s.answer_f1 is not None]),
+        content_recall=mean([s.content_recall for s in scores if s.content_recall is not None]),
+        answer_words_mean=mean([float(s.answer_words) for s in scores if s.answer_words is not None]),
+        answerable_but_refused=sum(1 for s in scores if s.answerable_refused),
+        unanswerable_but_answered=sum(1 for s in scores if s.unanswerable_answered),
+        unanswerable_caught_rate=_share([s.unanswerable_caught for s in scores]),
     )

@@ -155,7 +155,7 @@ def _detail(outcome: Outcome, basename_only: bool) -> tuple[ItemDetail, Retrieva
         return detail, None, None
     seen = observed(body)
     retrieval = score_retrieval(seen.passages, golds, basename_only=basename_only) if golds else None
-    answers = score_answer(q.expect, seen)
+    answers = score_answer(q.expect, seen, q.question)
     rule = MatchRule(basename_only=basename_only)
     passages = [
         PassageDetail(

@@ -28,6 +28,9 @@ GATEABLE_METRICS = (
     "answers.tier_accuracy",
     "answers.injection_accuracy",
     "answers.rewrite_accuracy",
+    "answers.answer_f1",
+    "answers.content_recall",
+    "answers.unanswerable_caught_rate",
 )
 
 

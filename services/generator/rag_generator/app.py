@@ -26,7 +26,7 @@ from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_delta, publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_generator.citations import citations_for, is_refusal
-from rag_generator.extractive import SentenceScorer, extractive_answer
+from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply
 from rag_generator.llm import stream_completion
 from rag_generator.prompting import build_messages, new_salt
 from rag_generator.scoring import embedding_scorer
@@ -130,7 +130,7 @@ class Generator:
 
         return counted
 
-    def extract(self, retrieved: QueryRetrieved) -> str:
+    def extract(self, retrieved: QueryRetrieved) -> ExtractiveReply:
         """The extractive answer: planted instructions never quoted, disagreements said in words."""
         passages = retrieved.retrieval.passages
         excluded = {p.n: p.injection_spans for p in passages if p.injection_spans}
@@ -140,7 +140,7 @@ class Generator:
         ]
         settings = self.settings
         use_stored = settings.sentence_scoring and settings.stored_sentence_scores
-        return extractive_answer(
+        return extractive_reply(
             retrieved.retrieval.rewritten_question or retrieved.query.question,
             passages,
             max_sentences=settings.extractive_sentences,
@@ -176,7 +176,12 @@ class Generator:
         else:
             model_name = self.settings.model_for(route.tier)
             if model_name is None:
-                answer, model = await asyncio.to_thread(self.extract, retrieved), EXTRACTIVE
+                reply, model = await asyncio.to_thread(self.extract, retrieved), EXTRACTIVE
+                answer = reply.text
+                if not reply.answered:
+                    # The passages passed the relevance threshold on the collection's own words, but
+                    # none holds what was asked: the collection's refusal, not a near miss.
+                    answer, refused, reason = texts.refusal, True, f"not in the documents: {reply.reason}"
                 for line in answer.splitlines(keepends=True):
                     await emit(line)
             else:

@@ -1,24 +1,37 @@
-"""The extractive answer: the documents' own best sentences, readable and cited (pure).
+"""The extractive answer: the documents' own words that answer what was asked, cited (pure).
 
-Without a language model the answer can only quote, so quality comes from what is quoted: whole
-sentences (never a heading or half a PDF line), the one that best answers the question first,
-each with the citation of its passage, and a disagreement between sources said in words rather
-than left for the reader to spot in two figures quoted side by side.
+Without a language model the answer can only quote, so quality comes from what is quoted and
+how much of it:
+
+- **What is asked** (``rag_generator.asking``): the answer type (a price, a value, steps, a
+  reason...) and the words the question is about.
+- **What can be quoted** (``rag_common.quotable``): whole sentences, list items, table rows
+  (rendered as readable text), and lines of code or configuration (quoted verbatim in a code
+  span) - never a heading or half a PDF line.
+- **Choosing**: units that hold the expected type and the focus words win; a unit that opens
+  with "It"/"This"/"They" is quoted only with the sentence it refers to; a fact is quoted once; a
+  length budget per answer type keeps a value short and steps whole.
+- **Conflicts** open the answer: a disagreement between sources is said first, in words.
+- **Nothing that answers**: when no unit holds the question's focus (or a name it asks about),
+  the reply says so (``ExtractiveReply.answered``) and the generator refuses instead of quoting
+  whatever came closest.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 from rag_common.conflicts import names_subject
 from rag_common.messages import Passage
 from rag_common.quotable import (
+    KIND_CODE,
     KIND_ITEM,
     KIND_ROW,
     KIND_SENTENCE,
@@ -29,6 +42,8 @@ from rag_common.quotable import (
     sentence_key,
     unique_candidates,
 )
+from rag_common.text.words import STOP_WORDS, content_words, stem
+from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -36,42 +51,103 @@ SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
 # before the answer (the retriever's scores of the vectors ingest stored: ``Retrieval.sentence_scores``).
 StoredScores = Mapping[int, Mapping[str, float]]
 
-EXTRACTIVE_PREFIX = "From the documents:"
 NOTHING_TO_QUOTE = "The documents found hold no complete sentence to quote for this question."
 
 # --- selection knobs -------------------------------------------------------------------------
-# A further sentence must be at least this relevant relative to the best one: a support answer is
+# A further unit must be at least this relevant relative to the best one: a support answer is
 # better short than padded with loosely related bullets.
 RELATIVE_THRESHOLD = 0.7
-# The retriever's order is evidence too, but weaker than the sentence itself: the prior only
-# breaks near-ties, so a clearly better sentence in passage 2 still comes first.
+# The retriever's order is evidence too, but weaker than the unit itself: the prior only breaks
+# near-ties, so a clearly better sentence in passage 2 still comes first.
 RANK_PRIOR = 0.05
 POSITION_PRIOR = 0.003  # documents tend to lead with the gist
-CONTEXT_WEIGHT = 0.3  # a question term found only in the heading above a sentence counts little...
-LEAD_CONTEXT_WEIGHT = 1.0  # ...or fully for the first sentence under it: "How do I reset...?" -> "Click..."
-QUANTITY_BONUS = 0.1  # "how much / how long" questions want the sentence with the number
-NEAR_DUPLICATE = 0.8  # token Jaccard above which two sentences with the same numbers say the same
-# Sentences the embedding model re-scores, best by words and rank first: it bounds the embedding
+CONTEXT_WEIGHT = 0.3  # a question term found only in the heading above a unit counts little...
+LEAD_CONTEXT_WEIGHT = 1.0  # ...or fully for the first unit under it: "How do I reset...?" -> "Click..."
+# A unit that holds what the question's type asks for (a number for "how much", an imperative for
+# "how do I", "because" for "why") is preferred over one that only repeats the question's words.
+# Only for answers that are a value or an action: for "why" and "what is" the type's cue words
+# ("because", "is a") are everywhere, and a bonus for them lost on both shared sets.
+TYPE_BONUS = 0.1
+_BONUS_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.DATE, AnswerType.VALUE})
+# How much the embedding similarity counts beside the words: 1.0 is a cosine added to a share.
+SEMANTIC_WEIGHT = 1.0
+NEAR_DUPLICATE = 0.8  # token Jaccard above which two units with the same numbers say the same
+# Units the embedding model re-scores, best by words and rank first: it bounds the embedding
 # work per answer (about 3 ms a sentence on one core), and the rest are lexically hopeless anyway.
 MAX_SCORED = 12
 REACH = 0.5
+# Words an answer may take, by what is asked: a value is a line, steps are the whole procedure.
+# The first unit is always quoted whole; a further one only when it fits.
+WORD_BUDGET: Mapping[AnswerType, int] = {
+    AnswerType.QUANTITY: 45,
+    AnswerType.DATE: 45,
+    AnswerType.ENTITY: 45,
+    AnswerType.VALUE: 45,
+    AnswerType.YES_NO: 55,
+    AnswerType.DEFINITION: 60,
+    AnswerType.REASON: 70,
+    AnswerType.COMPARISON: 90,
+    AnswerType.LIST: 100,
+    AnswerType.STEPS: 120,
+    AnswerType.OTHER: 75,
+}
+MAX_STEPS = 8  # items of one procedure or list quoted together
+# A question is not answered by the passages when no unit holds any of its specific focus words:
+# words in at least this share of the passages say what the collection is about ("Orbitly"),
+# not what this question asks ("CEO").
+DOMAIN_SHARE = 0.6
+# A short question is about the names it uses ("Can I pay with Bitcoin?"): one that no passage
+# holds means the passages answer another question. A long question carries names for context
+# ("According to Anthropic's documentation, ...") that need not appear in the passage.
+SHORT_QUESTION_WORDS = 12
+TYPO_SIMILARITY = 0.8  # difflib ratio at which a missing name is taken for a misspelling of a present one
 
-# --- terms -----------------------------------------------------------------------------------
-_TOKEN = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
-_TOKEN_CASED = re.compile(r"[A-Za-z0-9]+")
-_STOP = frozenset(
-    "a an and are as at be by can could do does did for from has have had how i if in is it its me my of on or "
-    "our please should tell the this that these those to was were we what when where which who whom why will "
-    "with would you your there their them they about into than then so any some much many get got us use "
-    "used using need want know not".split()
-)
 # The question's word and the document's often differ ("cost" vs "price"): a few support-desk
-# synonyms share one key so the table row headed "Price" answers "How much does it cost?".
-_SYNONYMS = {"cost": "pric", "fee": "pric", "charg": "pric"}
-_QUANTITY_QUESTION = re.compile(
-    r"\b(how (much|many|long|often|big|large|soon|fast|old)|price|cost|fee|limit|maximum|minimum|when|what time)\b",
-    re.IGNORECASE,
+# synonyms share one stem, so the table column headed "Price" answers "How much does it cost?".
+_SYNONYMS = {
+    "cost": "price",
+    "fee": "price",
+    "charg": "price",
+    "pay": "price",
+    "largest": "max",
+    "biggest": "max",
+    "highest": "max",
+    "maximum": "max",
+}
+_PRONOUN_START = re.compile(
+    r"^(it|this|that|they|these|those|he|she|its|their|such)\b(?!\s+(?:is|are)\s+(?:why|how))", re.I
 )
+_DETERMINER_NOUN = re.compile(r"^(this|that|these|those)\s+[a-z]+\s+(is|are|was|were|has|have|can|will)\b", re.I)
+
+_TYPE_EVIDENCE: Mapping[AnswerType, re.Pattern[str]] = {
+    AnswerType.QUANTITY: re.compile(
+        r"\d|[$€£%]|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|unlimited|free|"
+        r"daily|weekly|monthly|yearly|annually|hourly)\b",
+        re.I,
+    ),
+    AnswerType.DATE: re.compile(
+        r"\b(19|20)\d\d\b|\b(january|february|march|april|may|june|july|august|september|october|november|"
+        r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|quarter)\b|\b\d{1,2}/\d{1,2}\b",
+        re.I,
+    ),
+    AnswerType.VALUE: re.compile(
+        r"https?://|`|\S+@\S+\.\w+|(?<![\w.])/[\w.-]+/|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|:\d{2,5}\b|\bv?\d+\.\d+(\.\d+)?\b|"
+        r"\b[\w-]+\.(json|ya?ml|toml|ini|conf|cfg|env|md|txt|csv|py|sh)\b|\b[\w-]+=\S|^[\w.-]+:\s|--[a-z]"
+    ),
+    AnswerType.STEPS: re.compile(
+        r"^(go|click|open|select|choose|run|set|enter|type|press|sign|navigate|use|add|remove|install|create|"
+        r"make|turn|enable|disable|contact|ask|wait|check|try|restart|reconnect|disconnect|connect|update|"
+        r"upgrade|download|upload|copy|paste|follow|visit|call|email|send|fill|repeat|start|stop|delete|"
+        r"invite|generate|pick|drag|log|find|write|define|specify|provide|include|review|test|save)\b"
+        r"|\b(go to|click|to (fix|resolve|solve)|then)\b",
+        re.I,
+    ),
+    AnswerType.REASON: re.compile(
+        r"\b(because|due to|caused by|cause|since|so that|as a result|reason|when|if|in order to|helps?|allows?)\b",
+        re.I,
+    ),
+    AnswerType.DEFINITION: re.compile(r"\b(is|are) (a|an|the)\b|\b(refers? to|means?|is defined as|is called)\b", re.I),
+}
 
 
 class ConflictLike(Protocol):
@@ -84,39 +160,50 @@ class ConflictLike(Protocol):
     def values(self) -> Mapping[str, Sequence[str]]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractiveReply:
+    """An extractive answer, and whether the passages hold anything that answers the question.
+
+    ``answered`` is False when no unit holds the question's focus words or a name it asks about:
+    the text then quotes what came closest, and the generator answers with the collection's
+    refusal instead (``reason`` says why, for the answer's refusal reason).
+    """
+
+    text: str
+    answered: bool = True
+    reason: str = ""
+
+
 # --- scoring ---------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=8192)
-def _stem(word: str) -> str:
-    """A crude stem, enough for "costs"/"cost" and "pricing"/"price" to meet."""
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed"):
-        word = word[:-2]
-    elif len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        word = word[:-2]
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "lsz0123456789":
-        word = word[:-1]
-    if len(word) > 4 and word.endswith("e"):
-        word = word[:-1]
-    return _SYNONYMS.get(word, word)
+@lru_cache(maxsize=16384)
+def _term(word: str) -> str:
+    stemmed = stem(word)
+    return _SYNONYMS.get(stemmed, stemmed)
 
 
 def terms(text: str) -> set[str]:
-    """Salient terms of a text: stop words out, stemmed, so question and sentence can be compared."""
-    return {_stem(w) for w in _TOKEN.findall(text.lower()) if w not in _STOP and (len(w) > 1 or w.isdigit())}
+    """Salient terms of a text: stop words out, stemmed (Snowball), a few synonyms joined."""
+    return {_term(w) for w in content_words(text)}
+
+
+def holds_type(candidate: Candidate, answer_type: AnswerType) -> bool:
+    """Whether a unit holds what a question of ``answer_type`` asks for."""
+    if answer_type in (AnswerType.STEPS, AnswerType.LIST) and candidate.kind == KIND_ITEM:
+        return True
+    if answer_type is AnswerType.VALUE and candidate.kind in (KIND_CODE, KIND_ROW):
+        return True
+    evidence = _TYPE_EVIDENCE.get(answer_type)
+    return bool(evidence and evidence.search(candidate.text))
 
 
 @dataclass(frozen=True, slots=True)
 class _Scored:
     candidate: Candidate
-    relevance: float  # lexical + semantic (+ quantity bonus): compared against the best
+    relevance: float  # lexical + semantic (+ type bonus): compared against the best
     score: float  # relevance plus the rank and position prior: decides the order
+    lexical: float  # the share of the question's specific focus the unit (or its heading) holds
 
     @property
     def key(self) -> tuple[float, int, int]:
@@ -124,11 +211,12 @@ class _Scored:
 
 
 def _score(
-    question: str,
+    asked: Asked,
     candidates: Sequence[Candidate],
     scorer: SentenceScorer | None,
     max_scored: int = MAX_SCORED,
     stored: StoredScores | None = None,
+    domain: frozenset[str] = frozenset(),
 ) -> list[_Scored]:
     """Every candidate's relevance to the question, best first.
 
@@ -137,36 +225,39 @@ def _score(
     decide: one answer's units are never ranked by a mix of the two (stored vectors are pooled in
     context, the model's are not).
     """
+    question = asked.question
     wanted = terms(question)
     unit_terms = [terms(c.text) for c in candidates]
     context_terms = [terms(c.context) for c in candidates]
-    # Inverse document frequency over the candidates: "Orbitly" in every sentence says little.
+    # Inverse document frequency over the candidates: a word in every unit says little.
     known = [u | x for u, x in zip(unit_terms, context_terms, strict=True)]
     weight = {t: 1.0 + math.log((len(known) + 1) / (1 + sum(t in k for k in known))) for t in wanted}
     total = sum(weight.values())
-    wants_quantity = bool(_QUANTITY_QUESTION.search(question))
 
     lexical: list[float] = []
+    relevance_base: list[float] = []
     for candidate, unit, context in zip(candidates, unit_terms, context_terms, strict=True):
         in_context = LEAD_CONTEXT_WEIGHT if candidate.lead else CONTEXT_WEIGHT
         hits = sum(w * (1.0 if t in unit else in_context if t in context else 0.0) for t, w in weight.items())
         value = hits / total if total else 0.0
-        if value and wants_quantity and re.search(r"[0-9$€£]", candidate.text):
-            value += QUANTITY_BONUS
         lexical.append(value)
+        if value and asked.answer_type in _BONUS_TYPES and holds_type(candidate, asked.answer_type):
+            value += TYPE_BONUS
+        relevance_base.append(value)
 
     def prior(c: Candidate) -> float:
         return RANK_PRIOR / (1 + c.rank) - POSITION_PRIOR * min(c.position, 10)
 
-    order = sorted(range(len(candidates)), key=lambda i: (-(lexical[i] + prior(candidates[i])), i))
-    # The model only re-ranks sentences within reach of the best by words: one that shares less
-    # than half of what the best shares would need the model to be very sure, and each costs a
-    # forward pass. With no shared words at all, the model alone decides among the first few.
-    reach = REACH * max(lexical, default=0.0)
+    order = sorted(range(len(candidates)), key=lambda i: (-(relevance_base[i] + prior(candidates[i])), i))
+    # The model only re-ranks units within reach of the best by words: one that shares less than
+    # half of what the best shares would need the model to be very sure, and each costs a forward
+    # pass. With no shared words at all, the model alone decides among the first few.
+    reach = REACH * max(0.0, max(relevance_base, default=0.0))
     semantic_scoring = scorer is not None or stored is not None
-    shortlist = [i for i in order[:max_scored] if lexical[i] >= reach] if semantic_scoring else order
+    shortlist = [i for i in order[:max_scored] if relevance_base[i] >= reach] if semantic_scoring else order
+    shortlist = shortlist or order[:max_scored]
     semantic = dict.fromkeys(shortlist, 0.0)
-    # One sentence within reach is the answer whatever the model says of it: no model run.
+    # One unit within reach is the answer whatever the model says of it: no model run.
     if semantic_scoring and len(shortlist) > 1:
         similarities = _stored([candidates[i] for i in shortlist], stored) if stored is not None else None
         if similarities is None and scorer is not None:
@@ -177,10 +268,15 @@ def _score(
             shortlist = order
             semantic = dict.fromkeys(shortlist, 0.0)
         else:
-            semantic = {i: max(0.0, s) for i, s in zip(shortlist, similarities, strict=True)}
+            semantic = {i: SEMANTIC_WEIGHT * max(0.0, s) for i, s in zip(shortlist, similarities, strict=True)}
 
     scored = [
-        _Scored(candidates[i], lexical[i] + semantic[i], lexical[i] + semantic[i] + prior(candidates[i]))
+        _Scored(
+            candidates[i],
+            relevance_base[i] + semantic[i],
+            relevance_base[i] + semantic[i] + prior(candidates[i]),
+            lexical[i],
+        )
         for i in shortlist
     ]
     return sorted(scored, key=lambda s: s.key)
@@ -190,12 +286,11 @@ def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | N
     """Each unit's stored similarity (by its passage and text), or None when a unit's passage has
     none at all (chunks indexed without sentence vectors: the model, if loaded, ranks them all).
 
-    A passage joined with its neighbouring chunks can hold a unit that no chunk held whole: a
-    sentence or table the chunk boundary cut in two reads as one unit once the chunks are joined,
-    and has no vector. It takes its passage's median stored score: a middling unit of that passage,
-    neither promoted nor sunk by the semantic side, so words and the rank prior place it. (Sending
-    the whole ranking to the model instead cost 13 of 100 benchmark answers ~130 ms of CPU each:
-    docs/BENCHMARKS.md, ninth session.)
+    A passage joined with its neighbouring chunks can hold a unit that no chunk held whole (a
+    sentence the chunk boundary cut in two), and a line of code has no stored vector: such a unit
+    takes its passage's median stored score, neither promoted nor sunk by the semantic side, so
+    words, its type and the rank prior place it (sending the whole ranking to the model instead
+    cost 13 of 100 benchmark answers ~130 ms of CPU each: docs/BENCHMARKS.md).
     """
     found = []
     for unit in units:
@@ -205,6 +300,18 @@ def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | N
         value = scores.get(sentence_key(unit.text))
         found.append(float(value) if value is not None else statistics.median(scores.values()))
     return found
+
+
+def _domain_terms(passages: Sequence[Passage]) -> frozenset[str]:
+    """Terms in most of the passages: what the whole collection is about ("Orbitly"), so they
+    cannot tell whether this question is answered."""
+    if len(passages) < 3:
+        return frozenset()
+    counts: dict[str, int] = {}
+    for passage in passages:
+        for term in terms(f"{passage.section or ''} {passage.text}"):
+            counts[term] = counts.get(term, 0) + 1
+    return frozenset(t for t, c in counts.items() if c >= DOMAIN_SHARE * len(passages))
 
 
 def _near_duplicate(a: str, b: str) -> bool:
@@ -217,51 +324,178 @@ def _near_duplicate(a: str, b: str) -> bool:
     numbers_a, numbers_b = {t for t in ta if t[0].isdigit()}, {t for t in tb if t[0].isdigit()}
     if numbers_a != numbers_b:
         return False
-    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - _STOP <= tb
+    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb
 
 
-def _names(text: str) -> set[str]:
-    """Proper names of a question ("Pro", "GitHub"): capitalised words after its first word."""
-    words = _TOKEN_CASED.findall(text)[1:]
-    return {w.lower() for w in words if w[0].isupper() and w.lower() not in _STOP}
+def _opens_with_pronoun(text: str) -> bool:
+    """ "It is kept for 90 days": the subject is in the sentence before. "This plan is..." names it."""
+    return bool(_PRONOUN_START.match(text)) and not _DETERMINER_NOUN.match(text)
 
 
-def _select(
-    question: str, scored: Sequence[_Scored], max_sentences: int
-) -> tuple[list[Candidate], dict[int, list[int]]]:
-    """The best unit, then up to ``max_sentences - 1`` others nearly as relevant and not repeats;
-    and, per chosen unit (by its index), the further passages that say the same.
+# --- choosing --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Choice:
+    units: list[Candidate]  # in the order they are read
+    also: dict[int, list[int]]  # index in units -> further passages saying the same
+
+
+def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candidate], max_units: int) -> _Choice:
+    """The best unit, then others nearly as relevant and not repeats, within the type's budget.
 
     When the question names things (and the best unit names one of them), a further unit must
     name one too: after "The Pro plan costs $12" for "How much is the Pro plan?", "The Business
-    plan costs $24" is not more of the answer, however many words it shares with the question;
-    for "What uptime do Business and Enterprise get?" both plans' sentences are. A unit of another
-    passage that repeats a chosen one is not quoted again: its citation joins the chosen unit's
-    ("... $24 per user per month [1][3].").
+    plan costs $24" is not more of the answer. A unit of another passage that repeats a chosen one
+    is not quoted again: its citation joins the chosen unit's ("... $24 per user per month [1][3].").
     """
+    budget = WORD_BUDGET[asked.answer_type]
     best = scored[0]
-    chosen = [best.candidate]
+    chosen = _with_antecedent(best.candidate, candidates)
+    # "How do I ...?" whose best unit is one step of a procedure: the procedure, in order.
+    if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) and best.candidate.kind == KIND_ITEM:
+        chosen = _whole_list(best.candidate, candidates)
+    # The symptom, then the fix: a best unit that does not hold the type asked for is followed by
+    # the next unit of its passage that does ("... SYNC-409, the connection has expired. Go to ...").
+    elif asked.answer_type in (AnswerType.STEPS, AnswerType.REASON) and not holds_type(
+        best.candidate, asked.answer_type
+    ):
+        following = _next_in_passage(best.candidate, candidates)
+        if following is not None and holds_type(following, asked.answer_type):
+            chosen.append(following)
+    # A procedure told in sentences goes on after its first step ("Go to Settings > Export. You
+    # can export all projects as CSV or JSON."): the next sentence under the same heading follows.
+    elif asked.answer_type is AnswerType.STEPS and best.candidate.kind == KIND_SENTENCE:
+        following = _next_in_passage(best.candidate, candidates)
+        if following is not None and following.context == best.candidate.context:
+            chosen.append(following)
+    words = sum(len(c.text.split()) for c in chosen)
     also: dict[int, list[int]] = {}
-    names = _names(question)
-    named = names if names & set(normal_words(best.candidate.text).split()) else set()
+    names = {n.lower() for n in asked.names if not _acronym(n)}
+    named = names if names & words_of(best.candidate.text) else set()
+    limit = max(max_units, len(chosen))
     for item in scored[1:]:
-        if len(chosen) >= max_sentences or item.relevance < RELATIVE_THRESHOLD * best.relevance:
+        if len(chosen) >= limit or item.relevance < RELATIVE_THRESHOLD * best.relevance:
             break
-        if named and not named & set(normal_words(item.candidate.text).split()):
+        candidate = item.candidate
+        if candidate in chosen:
             continue
-        n = item.candidate.n
-        same = next((i for i, c in enumerate(chosen) if _near_duplicate(item.candidate.text, c.text)), None)
-        if same is None:
-            chosen.append(item.candidate)
-        elif n != chosen[same].n and n not in also.get(same, ()):
-            also.setdefault(same, []).append(n)
-    return chosen, also
+        if named and not named & words_of(candidate.text):
+            continue
+        same = next((i for i, c in enumerate(chosen) if _near_duplicate(candidate.text, c.text)), None)
+        if same is not None:
+            n = candidate.n
+            if n != chosen[same].n and n not in also.get(same, ()):
+                also.setdefault(same, []).append(n)
+            continue
+        if _opens_with_pronoun(candidate.text) and _previous_in_passage(candidate, candidates) not in chosen:
+            continue  # "It is kept for 90 days" without the sentence that says what "it" is
+        size = len(candidate.text.split())
+        if words + size > budget:
+            continue
+        chosen.append(candidate)
+        words += size
+    return _Choice(_reading_order(chosen), _reindex(also, chosen, _reading_order(chosen)))
+
+
+def _reading_order(chosen: Sequence[Candidate]) -> list[Candidate]:
+    """The best unit first; the rest by passage, then as the document reads; a unit of the best's
+    own passage keeps its place before or after it (an antecedent stays in front)."""
+    first = chosen[0]
+    same = sorted((c for c in chosen if c.n == first.n), key=lambda c: c.position)
+    rest = sorted((c for c in chosen if c.n != first.n), key=lambda c: (c.rank, c.position))
+    return same + rest
+
+
+def _reindex(
+    also: Mapping[int, list[int]], before: Sequence[Candidate], after: Sequence[Candidate]
+) -> dict[int, list[int]]:
+    return {after.index(before[i]): sorted(ns) for i, ns in also.items()}
+
+
+def _previous_in_passage(unit: Candidate, candidates: Sequence[Candidate]) -> Candidate | None:
+    return next((c for c in candidates if c.n == unit.n and c.position == unit.position - 1), None)
+
+
+def _next_in_passage(unit: Candidate, candidates: Sequence[Candidate]) -> Candidate | None:
+    return next((c for c in candidates if c.n == unit.n and c.position == unit.position + 1), None)
+
+
+def _with_antecedent(unit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The unit, preceded by the sentence its opening pronoun refers to."""
+    if _opens_with_pronoun(unit.text):
+        previous = _previous_in_passage(unit, candidates)
+        if previous is not None and previous.kind == KIND_SENTENCE:
+            return [previous, unit]
+    return [unit]
+
+
+def _whole_list(unit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The list items around ``unit`` in its passage (one procedure or list), in order."""
+    items = [c for c in candidates if c.n == unit.n and c.kind == KIND_ITEM and c.context == unit.context]
+    items.sort(key=lambda c: c.position)
+    index = items.index(unit)
+    start = index
+    while start > 0 and items[start - 1].position == items[start].position - 1:
+        start -= 1
+    end = index
+    while end + 1 < len(items) and items[end + 1].position == items[end].position + 1:
+        end += 1
+    block = items[start : end + 1]
+    if len(block) > MAX_STEPS:
+        offset = min(max(0, index - start - MAX_STEPS // 2), len(block) - MAX_STEPS)
+        block = block[offset : offset + MAX_STEPS]
+    return block
+
+
+def _answerable(
+    asked: Asked, candidates: Sequence[Candidate], passages: Sequence[Passage], domain: frozenset[str]
+) -> str:
+    """Why the passages do not answer the question ("" when they may).
+
+    Passing the retriever's relevance threshold is not enough: the collection's own words carry
+    an in-domain question there ("Who is the CEO of Orbitly?" meets every passage on "Orbitly").
+    So a question is not answered when every name it asks about is missing from the passages
+    ("Does it integrate with Microsoft Teams?"), or when the word a short wh-question turns on
+    is ("CEO", "employees", "founded"). A short acronym ("API", "SSO") is often written out in
+    the documents, so it alone decides nothing.
+    """
+    everything = " ".join(f"{c.text} {c.context}" for c in candidates)
+    # A file name counts too, its words apart: "Northwind_Standard_Benefits_Details.pdf".
+    everything += " " + " ".join(f"{re.sub(r'[_./-]+', ' ', p.source)} {p.section or ''}" for p in passages)
+    missing_heads = [h for h in asked.heads if not _holds_word(everything, h)]
+    if missing_heads:
+        return f"no passage mentions {', '.join(missing_heads)}"
+    if len(asked.question.split()) > SHORT_QUESTION_WORDS:
+        return ""
+    missing = sorted(n for n in asked.names if not _acronym(n) and not mentions(everything, n))
+    if missing:
+        # A misspelt name ("Northwind Helth") is the name the passages hold, not another one.
+        written = set(re.findall(r"\b[A-Z][\w-]+", everything))
+        missing = [n for n in missing if not difflib.get_close_matches(n, written, n=1, cutoff=TYPO_SIMILARITY)]
+    if missing:
+        return f"no passage mentions {', '.join(missing)}"
+    return ""
+
+
+def _acronym(name: str) -> bool:
+    letters = name[:-1] if name.endswith("s") else name
+    return len(letters) <= 4 and letters.isalpha() and letters.isupper()
+
+
+def _holds_word(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` in some form: by stem, or for a verb in -ed by its own
+    family ("founded": founder, founding; not "found", which only shares the stem)."""
+    if word.endswith("ed") and len(word) > 5:
+        base = word[:-2]
+        return bool(re.search(rf"\b{re.escape(base)}(ed|er|ers|ing|s|ation)?\b", text, re.IGNORECASE))
+    return _term(word) in terms(text)
 
 
 # --- the answer ------------------------------------------------------------------------------
 
 
-def extractive_answer(
+def extractive_reply(
     question: str,
     passages: Sequence[Passage],
     *,
@@ -271,56 +505,102 @@ def extractive_answer(
     excluded: Mapping[int, Sequence[tuple[int, int]]] | None = None,
     max_scored: int = MAX_SCORED,
     stored: StoredScores | None = None,
-) -> str:
-    """Answer with the passages' own sentences, the single most relevant first, each cited.
+) -> ExtractiveReply:
+    """Answer with the passages' own units, the one that best answers what was asked first.
 
-    Relevance is the lexical overlap of the question's salient terms plus, when ``stored`` scores
-    or a ``scorer`` are given, the embedding similarity (stored when every unit ranked has one,
-    else the scorer's), with a small prior for the retriever's order. Further
-    sentences are added only when nearly as relevant as the best and not repeating it (a repeat
-    from another passage adds its citation to the unit it repeats). When no
-    sentence shares anything with the question, the best passage's first sentences are quoted.
-    A conflict whose subject the question or the quoted sentences name is said in words, with a
-    citation for each side. ``excluded`` character ranges (per passage ``n``) are never quoted.
+    Relevance is the lexical overlap of the question's focus terms, a bonus for holding the
+    expected answer type, and, when ``stored`` scores or a ``scorer`` are given, the embedding
+    similarity, with a small prior for the retriever's order. Further units are added only when
+    nearly as relevant as the best, within the answer type's word budget (steps: the whole
+    procedure). A conflict whose subject the question or the quoted units name opens the answer.
+    ``excluded`` character ranges (per passage ``n``) are never quoted.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
-    candidates = unique_candidates(candidate_sentences(passages, excluded=excluded))
+    asked = analyse(question)
+    candidates = unique_candidates(candidate_sentences(passages, excluded=excluded, code=True))
+    if asked.answer_type not in (AnswerType.VALUE, AnswerType.STEPS):
+        # Code is quoted for what it holds (a port, a command), not as an answer to "why" or "what is".
+        candidates = [c for c in candidates if c.kind != KIND_CODE] or candidates
     if not candidates:
-        return f"{EXTRACTIVE_PREFIX}\n{NOTHING_TO_QUOTE}"
-
-    scored = _score(question, candidates, scorer, max_scored, stored)
+        return ExtractiveReply(NOTHING_TO_QUOTE, answered=False, reason="no complete sentence to quote")
+    domain = _domain_terms(passages)
+    scored = _score(asked, candidates, scorer, max_scored, stored, domain)
+    unanswered = _answerable(asked, candidates, passages, domain)
+    max_units = MAX_STEPS if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) else max_sentences
     if scored[0].relevance > 0:
-        chosen, also = _select(question, scored, max_sentences)
+        choice = _select(asked, scored, candidates, max_units)
     else:
-        also = {}
         first = min(c.rank for c in candidates)
-        chosen = [c for c in candidates if c.rank == first][: min(2, max_sentences)]
+        choice = _Choice([c for c in candidates if c.rank == first][: min(2, max_sentences)], {})
 
-    notes = _conflict_sentences(question, chosen, passages, conflicts, excluded or {})
-    blocks = [_cited(c, also.get(i, ())) for i, c in enumerate(chosen)]
-    kinds = [c.kind for c in chosen]
-    blocks[1:1] = notes
-    kinds[1:1] = [KIND_SENTENCE] * len(notes)
-    return f"{EXTRACTIVE_PREFIX}\n{_layout(blocks, kinds)}"
+    notes = _conflict_sentences(question, choice.units, passages, conflicts, excluded or {})
+    blocks = [_cited(_readable(c, asked), c, choice.also.get(i, ())) for i, c in enumerate(choice.units)]
+    text = _layout(blocks, [c.kind for c in choice.units], notes)
+    return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
 
 
-def _cited(candidate: Candidate, also: Sequence[int] = ()) -> str:
+def extractive_answer(question: str, passages: Sequence[Passage], **options: Any) -> str:
+    """The text of ``extractive_reply`` (whether or not the passages answer the question)."""
+    return extractive_reply(question, passages, **options).text
+
+
+def _readable(candidate: Candidate, asked: Asked) -> str:
+    """A unit as a reader should see it: a table row as a phrase, code in a code span."""
+    if candidate.kind == KIND_ROW:
+        return readable_row(candidate.text, asked)
+    if candidate.kind == KIND_CODE:
+        span = f"`{candidate.text.replace('`', '')}`"
+        return f"{candidate.intro} {span}" if candidate.intro else span
+    return candidate.text
+
+
+def readable_row(row: str, asked: Asked) -> str:
+    """ "Plan: Business; Price per user per month: $24; Storage: 1 TB" as "Business plan: price per
+    user per month $24, storage 1 TB"; for a value question only the asked columns
+    ("Business plan: storage 1 TB")."""
+    cells = [cell.partition(": ") for cell in row.split("; ")]
+    pairs = [(h.strip(), v.strip()) for h, sep, v in cells if sep and h.strip() and v.strip()]
+    if len(pairs) < 2:
+        return row
+    (head, subject), rest = pairs[0], pairs[1:]
+    named = f"{subject} {head.lower()}" if len(head.split()) == 1 and len(subject.split()) <= 3 else f"{head} {subject}"
+    if asked.answer_type in (AnswerType.QUANTITY, AnswerType.VALUE, AnswerType.DATE, AnswerType.ENTITY):
+        focus = {_term(w) for w in content_words(asked.question)}
+        picked = [(h, v) for h, v in rest if terms(h) & focus]
+        rest = picked or rest
+    described = ", ".join(f"{_lower_first(h)} {v}" for h, v in rest)
+    return f"{named}: {described}."
+
+
+def _lower_first(header: str) -> str:
+    """ "Price per user" -> "price per user"; "API calls" and "SSO" keep their capitals."""
+    first, _, others = header.partition(" ")
+    if first.isupper() or any(c.isupper() for c in first[1:]):
+        return header
+    return f"{first.lower()} {others}".strip()
+
+
+def _cited(text: str, candidate: Candidate, also: Sequence[int] = ()) -> str:
     """The unit with its citations before the closing punctuation: "... per month [1]." (and
-    "[1][3]" when passage 3 says the same)."""
-    text = candidate.text
-    cites = "".join(f"[{n}]" for n in (candidate.n, *also))
+    "[1][3]" when passage 3 says the same); a code span is followed by its citation."""
+    cites = "".join(f"[{n}]" for n in sorted({candidate.n, *also}))
+    if candidate.kind == KIND_CODE:
+        return f"{text} {cites}"
     closing = re.search(r"[.!?:][\"'”’)\]]*$", text)
     if closing:
         return f"{text[: closing.start()].rstrip()} {cites}{closing.group()}"
     return f"{text} {cites}"
 
 
-def _layout(blocks: Sequence[str], kinds: Sequence[str]) -> str:
-    """Short paragraphs; a compact list only when every part is a list item or a table row."""
-    if len(blocks) > 1 and all(kind in (KIND_ITEM, KIND_ROW) for kind in kinds):
-        return "\n".join(f"- {block}" for block in blocks)
-    return "\n\n".join(blocks)
+def _layout(blocks: Sequence[str], kinds: Sequence[str], notes: Sequence[str]) -> str:
+    """The disagreement first; then short paragraphs, or a list when every part is a list item,
+    a table row or a line of code (steps keep their order)."""
+    if len(blocks) > 1 and all(kind in (KIND_ITEM, KIND_ROW, KIND_CODE) for kind in kinds):
+        body = "\n".join(f"- {block}" for block in blocks)
+    else:
+        body = " ".join(blocks) if all(k == KIND_SENTENCE for k in kinds) else "\n\n".join(blocks)
+    return "\n\n".join([*notes, body])
 
 
 def _conflict_sentences(

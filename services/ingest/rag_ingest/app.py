@@ -26,13 +26,14 @@ from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_buckets
+from rag_common.transport.buckets import open_buckets, open_document_index
 from rag_common.transport.consuming import PermanentError, register_work_queue
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import INGEST_JSTREAM
 from rag_common.vectors import Store, configured_store
 from rag_ingest.parsing import ParseError, UnsupportedFileType
 from rag_ingest.pipeline import TooManyChunks, index_document, index_version
+from rag_ingest.reconcile import remove_orphans
 from rag_ingest.settings import IngestSettings
 
 log = logging.getLogger("rag.ingest")
@@ -177,9 +178,30 @@ class Ingestor:
 
     async def failed(self, fields: dict[str, Any], code: str, message: str, status: int) -> None:
         document_id, version = fields.get("document_id"), fields.get("content_hash")
+        collection = fields.get("collection")
         self.documents.labels("failed").inc()
         if isinstance(document_id, str):
             await self.status.fail(document_id, version if isinstance(version, str) else None, f"{code}: {message}")
+            if isinstance(version, str) and version and isinstance(collection, str):
+                await self._drop_failed_version(collection, document_id, version)
+
+    async def _drop_failed_version(self, collection: str, document_id: str, version: str) -> None:
+        """Delete a failed version's bytes: nothing retries a failed version (a new upload stores them
+        again), so they would stay in the bucket for good. Kept while the record names these bytes
+        in another state: the same file uploaded again and queued, or a delete under way (which
+        deletes them itself)."""
+        current = await self.status.get(document_id)
+        if current is not None and current.content_hash == version and current.status != "failed":
+            return
+        await self._drop_object(object_name(collection, document_id, version))
+
+    async def sweep_orphans(self) -> list[str]:
+        """Bring the listing index in line with the status records (``rag_common.docindex``), then
+        delete stored bytes no status record names (``rag_ingest.reconcile``)."""
+        added, removed = await self.status.repair_index()
+        if added or removed:
+            log.info("document index repaired: %d documents added, %d removed", added, removed)
+        return await remove_orphans(self.objects, self.status, grace_s=self.settings.orphan_grace_s)
 
 
 def build_broker(settings: IngestSettings, telemetry: ServiceTelemetry, ingestor: Ingestor) -> NatsBroker:
@@ -233,8 +255,31 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
             ingestor.second = await asyncio.to_thread(get_second_embedder, settings.resolved_second_model_dir)
         ingestor.store = configured_store(settings)
 
+    sweeping: list[asyncio.Task[None]] = []
+
+    async def sweep_forever() -> None:
+        while True:
+            try:
+                await ingestor.sweep_orphans()
+            except Exception as exc:  # NATS away, say: the next sweep tries again
+                log.warning("orphan sweep failed: %r", exc)
+            if settings.orphan_sweep_interval_s <= 0:
+                return
+            await asyncio.sleep(settings.orphan_sweep_interval_s)
+
     async def connected() -> None:
         objects, kv = await open_buckets(broker, settings)
-        ingestor.objects, ingestor.status = objects, StatusStore(kv)
+        ingestor.objects, ingestor.status = objects, StatusStore(kv, await open_document_index(broker, settings))
+        sweeping.append(asyncio.create_task(sweep_forever()))
 
-    return create_service(broker, settings, telemetry, load=load, connected=connected)
+    app = create_service(broker, settings, telemetry, load=load, connected=connected)
+
+    @app.on_shutdown
+    async def stop_sweeping() -> None:
+        for task in sweeping:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        sweeping.clear()
+
+    return app

@@ -60,6 +60,18 @@ class IngestSettings(StoreSettings):
         description="reading an upload's bytes from the object store may take this long, plus a second per "
         "MiB; longer counts as a failure to retry (nats-py's read waits forever for a chunk that never comes)",
     )
+    orphan_grace_s: float = Field(
+        600.0,
+        ge=0,
+        description="stored bytes younger than this are never deleted as orphans (an upload being accepted "
+        "stores its bytes before its status record)",
+    )
+    orphan_sweep_interval_s: float = Field(
+        3600.0,
+        ge=0,
+        description="how often ingest deletes orphan objects (bytes no status record names); it also sweeps "
+        "at start-up; 0: at start-up only",
+    )
     concurrency: int = Field(2, ge=1, le=64, description="documents one replica indexes at once")
     drain_timeout_s: float = Field(
         50.0,

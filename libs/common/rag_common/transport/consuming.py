@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -25,9 +24,6 @@ from rag_common import subjects
 from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
 from rag_common.settings import ServiceSettings
 from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.broker import RagBroker, lean_broker
-from rag_common.transport.labels import consume_span
-from rag_common.transport.pulling import PullConsumer
 from rag_common.transport.recovery import ConsumerSpec, layout_of
 from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
 
@@ -40,21 +36,32 @@ RETRY_BACKOFF_S = (0.5, 2.0, 5.0, 15.0)
 
 
 class PermanentError(Exception):
-    """A failure that retrying cannot fix (bad input, unknown collection): no redelivery."""
+    """A failure that retrying cannot fix (bad input, unknown collection): no redelivery.
 
-    def __init__(self, code: str, message: str, status: int = 400) -> None:
+    ``dead_letter`` False: the message is sound and the failure is the answer (a question to a
+    collection that has no index yet gets 404), so it is reported to the client but neither
+    dead-lettered nor counted as an error.
+    """
+
+    def __init__(self, code: str, message: str, status: int = 400, *, dead_letter: bool = True) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.dead_letter = dead_letter
 
+
+# A dead letter keeps at most this much of the failed message (docs/LIMITS.md): ten questions
+# with ~580 KB of history each added 6 MB to RAG_DLQ in 4 s when whole payloads were kept.
+DLQ_PAYLOAD_MAX_BYTES = 16 * 1024
+DLQ_ERROR_MAX_BYTES = 2 * 1024
+PAYLOAD_CUT_MARK = "…[cut: "
 
 FailureHook = Callable[[dict[str, Any], str, str, int], Awaitable[None]]
 
 
 class Delivery(Protocol):
-    """One JetStream message as the error policy handles it: FastStream's ``NatsMessage`` (ingest,
-    and the query stages on FastStream) and ``JetStreamDelivery`` (the lean query path) both are."""
+    """One JetStream message as the error policy handles it (FastStream's ``NatsMessage`` is one)."""
 
     @property
     def raw_message(self) -> Msg: ...
@@ -69,36 +76,6 @@ class Delivery(Protocol):
     async def reject(self) -> None: ...
 
     async def in_progress(self) -> None: ...
-
-
-class JetStreamDelivery:
-    """A nats-py JetStream message in the shape of FastStream's ``NatsMessage``; remembers how it
-    was settled (FastStream's processing status: acked, nacked, rejected) for the metrics."""
-
-    __slots__ = ("raw_message", "settled")
-
-    def __init__(self, raw_message: Msg) -> None:
-        self.raw_message = raw_message
-        self.settled = "error"
-
-    @property
-    def body(self) -> bytes:
-        return self.raw_message.data
-
-    async def ack(self) -> None:
-        await self.raw_message.ack()
-        self.settled = "acked"
-
-    async def nack(self, delay: float | None = None) -> None:
-        await self.raw_message.nak(delay=delay)
-        self.settled = "nacked"
-
-    async def reject(self) -> None:
-        await self.raw_message.term()
-        self.settled = "rejected"
-
-    async def in_progress(self) -> None:
-        await self.raw_message.in_progress()
 
 
 def _deliveries(msg: Delivery) -> int:
@@ -145,7 +122,7 @@ async def process_message(
     try:
         payload = model.model_validate_json(msg.body)
     except ValidationError as exc:
-        error = f"invalid {model.__name__} message: {exc.errors(include_url=False)[:3]}"
+        error = f"invalid {model.__name__} message: {exc.errors(include_url=False, include_input=False)[:3]}"
         await _dead_letter(msg, broker, area, stage, error, _deliveries(msg))
         await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
         telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
@@ -161,6 +138,12 @@ async def process_message(
         await asyncio.shield(msg.nack())
         raise
     except PermanentError as exc:
+        if not exc.dead_letter:
+            await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
+            log.info("%s answered %s: %s", stage, exc.code, exc.message)
+            telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+            await msg.reject()
+            return
         await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
         await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
         log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
@@ -305,107 +288,29 @@ def register_query_stage(
     work: Callable[[Q], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
-    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client.
-
-    On a ``RagBroker`` with ``RAG_QUERY_CONSUMER=lean`` (the default) the stage consumes with
-    nats-py (``register_pull_stage``); otherwise through FastStream, as ingest does. Either way the
-    consumer, its configuration and the error policy (``process_message``) are the same.
-    """
-    lean = lean_broker(broker)
-    if lean is None:
-        register_work_queue(
-            broker,
-            settings,
-            telemetry,
-            subject=subject,
-            consumer=consumer,
-            stream=QUERY_JSTREAM,
-            area="query",
-            model=model,
-            work=work,
-            ack_wait=ack_wait or settings.stage_ack_wait_s,
-            on_failure=answer_failure_hook(broker),
-        )
-    else:
-        register_pull_stage(
-            lean,
-            settings,
-            telemetry,
-            subject=subject,
-            consumer=consumer,
-            model=model,
-            work=work,
-            ack_wait=ack_wait or settings.stage_ack_wait_s,
-        )
-
-
-def register_pull_stage(
-    broker: RagBroker,
-    settings: ServiceSettings,
-    telemetry: ServiceTelemetry,
-    *,
-    subject: str,
-    consumer: str,
-    model: type[Q],
-    work: Callable[[Q], Awaitable[None]],
-    ack_wait: float,
-) -> None:
-    """The lean query stage: a ``PullConsumer`` on the stage's durable consumer, each message
-    straight into ``process_message`` under one "<subject> process" span (child of the sender's
-    trace context) and FastStream's received-message metrics, with their label children bound once."""
-    telemetry.declare_stage(consumer)
-    spec = ConsumerSpec(
-        stream=subjects.QUERY_STREAM,
-        durable=consumer,
+    """A query stage: a work queue on ``RAG_QUERY`` whose failures reach the waiting client."""
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
         subject=subject,
-        config=consumer_config(settings, ack_wait=ack_wait),
+        consumer=consumer,
+        stream=QUERY_JSTREAM,
+        area="query",
+        model=model,
+        work=work,
+        ack_wait=ack_wait or settings.stage_ack_wait_s,
+        on_failure=answer_failure_hook(broker),
     )
-    layout = layout_of(broker)
-    metrics = broker.consume_metrics(subject)
-    tracer = telemetry.tracer
-    span_name = f"{subject} process"
-    on_failure = answer_failure_hook(broker)
 
-    async def handle(raw: Msg) -> None:
-        delivery = JetStreamDelivery(raw)
-        size = len(raw.data)
-        metrics.received.inc()
-        metrics.size.observe(size)
-        metrics.in_process.inc()
-        started = time.perf_counter()
-        try:
-            with consume_span(tracer, span_name, raw):
-                await process_message(
-                    delivery,
-                    model,
-                    work,
-                    broker=broker,
-                    telemetry=telemetry,
-                    stage=consumer,
-                    area="query",
-                    max_deliver=settings.max_deliver,
-                    on_failure=on_failure,
-                    heartbeat_s=ack_wait / 3,
-                )
-        except Exception as exc:
-            metrics.exception(exc)
-            raise
-        finally:
-            metrics.duration.observe(time.perf_counter() - started)
-            metrics.in_process.dec()
-            metrics.status[delivery.settled].inc()
 
-    pull = PullConsumer(
-        stream=spec.stream,
-        durable=consumer,
-        config=spec.full_config(),
-        handle=handle,
-        concurrency=settings.concurrency,
-    )
-    broker.add_pull_consumer(pull)
-    if layout is not None:
-        layout.add_consumer(spec)
-        layout.add_restore_hook(pull.reset)
+def letter_payload(body: bytes, limit: int = DLQ_PAYLOAD_MAX_BYTES) -> str:
+    """The failed message's body as a dead letter keeps it: whole up to ``limit`` bytes (then it can
+    be replayed), else its first ``limit`` bytes and a note of the whole size."""
+    if len(body) <= limit:
+        return body.decode("utf-8", errors="replace")
+    head = body[:limit].decode("utf-8", errors="ignore")  # never half a character at the cut
+    return f"{head}{PAYLOAD_CUT_MARK}{len(body)} bytes in all]"
 
 
 async def _dead_letter(msg: Delivery, broker: NatsBroker, area: str, stage: str, error: str, deliveries: int) -> None:
@@ -414,8 +319,8 @@ async def _dead_letter(msg: Delivery, broker: NatsBroker, area: str, stage: str,
     ids = query if isinstance(query, dict) else raw
     letter = DeadLetter(
         subject=msg.raw_message.subject,
-        error=error,
-        payload=msg.body.decode("utf-8", errors="replace"),
+        error=letter_payload(error.encode(), DLQ_ERROR_MAX_BYTES),
+        payload=letter_payload(msg.body),
         request_id=str(ids.get("request_id", "")),
         deliveries=deliveries,
     )

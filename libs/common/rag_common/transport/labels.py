@@ -7,7 +7,6 @@ question. A message gets one span, where it is consumed; publishing and token de
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from typing import Any
 
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
@@ -15,12 +14,8 @@ from faststream.nats.opentelemetry.provider import NatsTelemetrySettingsProvider
 from faststream.nats.prometheus.provider import NatsMetricsSettingsProvider
 from faststream.opentelemetry.middleware import BaseTelemetryMiddleware
 from faststream.prometheus import ConsumeAttrs
-from faststream.prometheus.container import MetricsContainer
 from nats.aio.msg import Msg
-from opentelemetry.semconv.trace import SpanAttributes
-from opentelemetry.trace import Span, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-from prometheus_client import CollectorRegistry
 
 from rag_common import subjects
 
@@ -120,89 +115,3 @@ class RagTelemetryMiddleware(NatsTelemetryMiddleware):
             settings_provider_factory=self._settings_provider_factory,
             context=context,
         )
-
-
-MESSAGING_SYSTEM = "nats"
-
-
-class ConsumeMetrics:
-    """FastStream's received-message series of one subject (the same names and labels its
-    Prometheus middleware writes), with every label child bound once: the lean query path counts
-    its messages where the dashboards already look, for a few dict lookups less per message."""
-
-    __slots__ = ("_exceptions", "_labels", "duration", "in_process", "received", "size", "status")
-
-    def __init__(self, container: MetricsContainer, app_name: str, subject: str) -> None:
-        labels = (app_name, MESSAGING_SYSTEM, metric_subject(subject))
-        self._labels = labels
-        self.received = container.received_messages_total.labels(*labels)
-        self.size = container.received_messages_size_bytes.labels(*labels)
-        self.in_process = container.received_messages_in_process.labels(*labels)
-        self.duration = container.received_processed_messages_duration_seconds.labels(*labels)
-        processed = container.received_processed_messages_total
-        self.status = {s: processed.labels(*labels, s) for s in ("acked", "nacked", "rejected", "error")}
-        self._exceptions = container.received_processed_messages_exceptions_total
-
-    def exception(self, exc: BaseException) -> None:
-        self._exceptions.labels(*self._labels, type(exc).__name__).inc()
-
-
-class PublishMetrics:
-    """FastStream's published-message series (names and labels of its middleware), children bound
-    once per destination."""
-
-    def __init__(self, container: MetricsContainer, app_name: str) -> None:
-        self._container = container
-        self._app_name = app_name
-        self._children: dict[str, tuple[Any, Any, Any]] = {}
-
-    def of(self, subject: str) -> tuple[Any, Any, Any]:
-        """(published ok, published with an error, duration) of one destination."""
-        destination = metric_subject(subject)  # per-request answer subjects share one set
-        children = self._children.get(destination)
-        if children is None:
-            labels = (self._app_name, MESSAGING_SYSTEM, destination)
-            total = self._container.published_messages_total
-            children = (
-                total.labels(*labels, "success"),
-                total.labels(*labels, "error"),
-                self._container.published_messages_duration_seconds.labels(*labels),
-            )
-            self._children[destination] = children
-        return children
-
-
-def metrics_container(registry: CollectorRegistry) -> MetricsContainer:
-    """FastStream's metric objects in ``registry`` (the ones its middleware registered, if it has)."""
-    return MetricsContainer(registry, custom_label_names=())
-
-
-def inject_trace_context(headers: dict[str, str]) -> dict[str, str]:
-    """Write the current span's W3C trace context into ``headers`` (what a publish carries)."""
-    _TRACE_CONTEXT.inject(headers)
-    return headers
-
-
-def extract_trace_context(headers: dict[str, str] | None) -> Any:
-    """The sender's trace context from a message's headers (empty without them)."""
-    return _TRACE_CONTEXT.extract(headers or {})
-
-
-def consume_span(
-    tracer: Tracer, name: str, raw: Msg, attributes: dict[str, Any] | None = None
-) -> AbstractContextManager[Span]:
-    """The one span a message consumed with nats-py gets, "<subject> process" as FastStream names
-    it: a child of the sender's trace context (from the message's headers), current while the
-    message is handled, so what the handler publishes carries it on."""
-    return tracer.start_as_current_span(
-        name,
-        context=extract_trace_context(raw.headers),
-        kind=SpanKind.CONSUMER,
-        attributes={
-            SpanAttributes.MESSAGING_SYSTEM: MESSAGING_SYSTEM,
-            SpanAttributes.MESSAGING_DESTINATION_NAME: raw.subject,
-            SpanAttributes.MESSAGING_OPERATION: "process",
-            SpanAttributes.MESSAGING_MESSAGE_PAYLOAD_SIZE_BYTES: len(raw.data),
-            **(attributes or {}),
-        },
-    )

@@ -1,8 +1,7 @@
 """Publishing along the query path: the next stage (JetStream, deduplicated) and token deltas.
 
-Every message is encoded once and fitted under the server's payload limit (``transport.payload``).
-On the lean query path (``RagBroker.lean``) the stage and answer publishes go to nats-py directly
-(trace context in the headers, FastStream's publish metrics); otherwise through FastStream.
+Every message is encoded once and fitted under the server's payload limit (``transport.payload``)
+and published through FastStream (trace context in the headers, publish metrics).
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from faststream.nats import NatsBroker
 
 from rag_common import subjects
 from rag_common.messages import AnswerDelta, Query, QueryAnswered, StageMessage
-from rag_common.transport.broker import lean_broker
 from rag_common.transport.payload import fitted_json, payload_limit
 
 # Bodies are encoded once, here (the size check needs the bytes anyway), and published as they are.
@@ -25,10 +23,7 @@ async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str)
     only after the next stage's is safe."""
     body = fitted_json(message, payload_limit(broker))
     headers = {"Nats-Msg-Id": f"{message.query.request_id}:{subject}", **JSON}
-    if (lean := lean_broker(broker)) is not None:
-        await lean.publish_raw(body, subject, headers, stream=subjects.QUERY_STREAM)
-    else:
-        await broker.publish(body, subject, stream=subjects.QUERY_STREAM, headers=headers)
+    await broker.publish(body, subject, stream=subjects.QUERY_STREAM, headers=headers)
 
 
 async def publish_delta(broker: NatsBroker, query: Query, delta: AnswerDelta) -> None:
@@ -42,7 +37,4 @@ async def publish_answer(broker: NatsBroker, answered: QueryAnswered) -> None:
     query = answered.query
     final = fitted_json(answered, payload_limit(broker))
     subject = subjects.answer_subject(query.gateway_id, query.request_id, "final")
-    if (lean := lean_broker(broker)) is not None:
-        await lean.publish_raw(final, subject, dict(JSON))
-    else:
-        await broker.publish(final, subject, headers=JSON)
+    await broker.publish(final, subject, headers=JSON)

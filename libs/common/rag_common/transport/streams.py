@@ -55,7 +55,9 @@ def stream_configs(settings: ServiceSettings) -> list[StreamConfig]:
             subjects=[subjects.DLQ_SUBJECTS],
             retention=RetentionPolicy.LIMITS,
             storage=StorageType.FILE,
-            max_age=14 * 24 * 3600.0,
+            max_age=settings.dlq_max_age_s,
+            max_bytes=settings.dlq_max_bytes,
+            discard=DiscardPolicy.OLD,
             num_replicas=settings.js_replicas,
         ),
     ]
