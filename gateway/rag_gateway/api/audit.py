@@ -3,10 +3,11 @@ set profiles, and which requests were refused; oldest first, paged by stream seq
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from rag_common.http_api import AuditPage, AuditRecord
 from rag_common.messages import AuditAction
 from rag_gateway.access import require_admin
 from rag_gateway.deps import GatewayDep
@@ -18,7 +19,7 @@ router = APIRouter(prefix="/v1/audit", tags=["audit"], dependencies=[Depends(req
 MAX_LIMIT = 1000
 
 
-@router.get("", responses=errors(422, 503))
+@router.get("", response_model=AuditPage, responses=errors(422, 503))
 async def read_audit(
     gateway: GatewayDep,
     action: Annotated[AuditAction | None, Query(description="only events of this action")] = None,
@@ -31,9 +32,11 @@ async def read_audit(
     after: Annotated[int | None, Query(ge=0, description="events after this sequence (a page's `next`)")] = None,
     since: Annotated[float | None, Query(ge=0, description="events at or after this Unix time")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-) -> dict[str, Any]:
+) -> AuditPage:
     """Up to ``limit`` events, oldest first; pass ``next`` as ``after`` for the following page."""
     if gateway.audit is None:
         raise ApiError(503, "unavailable", "the audit log is not ready yet")
     events, last = await gateway.audit.read(action=action, actor=actor, after=after, since=since, limit=limit)
-    return {"events": [{"seq": seq, **event.model_dump(mode="json")} for seq, event in events], "next": last}
+    return AuditPage(
+        events=[AuditRecord.model_validate({**event.model_dump(), "seq": seq}) for seq, event in events], next=last
+    )
