@@ -302,7 +302,7 @@ class Bench:
                 await self.retrieval_alone(stack, questions, e2e["p50"])
 
     async def retrieval_alone(self, stack: Stack, questions: list[str], answer_p50: float) -> None:
-        """Issue 9's yardstick, right after the answers at concurrency 1: the retrieval alone."""
+        """The answer-time target's yardstick, right after the answers at concurrency 1: the retrieval alone."""
         pipeline = self.pipeline(stack)
         repeats, seconds = self.bounds.retrieval_alone
         await asyncio.to_thread(pipeline.retrieval_ms, questions[: self.bounds.warmup], 1, seconds)
@@ -506,7 +506,7 @@ async def whole_corpus_runs(
     work: Path,
 ) -> None:
     """Latency, overhead and throughput again on every document of the shared corpus (1.6k chunks
-    for anthropic-docs), on a fresh index and nats-server: issue 9 asks for its targets on the slice
+    for anthropic-docs), on a fresh index and nats-server: the speed targets are judged on the slice
     and on the whole set in one run. The figures are the slice's names with ``whole.`` before them."""
     corpus = await asyncio.to_thread(whole_corpus, args, bounds, embedder, work / "whole-corpus")
     if corpus is None:

@@ -1,4 +1,4 @@
-"""Several dense models and BM25 over the same chunks, fused by their scores (issue 8, seventh round).
+"""Several dense models and BM25 over the same chunks, fused by their scores.
 
 The product searches one dense ranking (MiniLM) and one BM25 ranking and fuses them with Qdrant's
 distribution-based score fusion (``RAG_RETRIEVER_FUSION=dbsf``). This measures what a second dense

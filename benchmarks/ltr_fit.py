@@ -1,4 +1,4 @@
-"""Ninth round: document-level evidence and a learned fusion, measured on captured candidates.
+"""Document-level evidence and a learned fusion, measured on captured candidates.
 
 Each dataset is ingested as ``benchmarks.retrieval_sweep`` does (same code, same embedding cache)
 and every question asked through ``Retriever.retrieve`` with the default settings; the fused

@@ -1,4 +1,4 @@
-"""Where the gold sections a question misses in its first three passages are (ninth round).
+"""Where the gold sections a question misses in its first three passages are.
 
 Reads ``benchmarks.retrieval_sweep --detail`` output of a run that returned many passages
 (``--variant k50:top_k=50,candidates=50,context_budget_tokens=0,neighbours=0``; its first three

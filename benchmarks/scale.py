@@ -1,4 +1,4 @@
-"""Retrieval cost against corpus size (issue 9): in-process retrieval p50 at ~1.6k and ~20k chunks.
+"""Retrieval cost against corpus size: in-process retrieval p50 at ~1.6k and ~20k chunks.
 
 For each embedded backend (``local``: qdrant-client local mode; ``edge``: Qdrant Edge), one store
 in a temporary folder is filled with a generated corpus (``benchmarks.corpus.synthetic_corpus``:

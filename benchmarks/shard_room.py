@@ -1,4 +1,4 @@
-"""What an empty second dense vector costs a Qdrant Edge shard (issue 8, ``RAG_SECOND_DENSE`` off).
+"""What an empty second dense vector costs a Qdrant Edge shard (``RAG_SECOND_DENSE`` off).
 
 Every collection created since the second dense model exists has room for its vector, whatever the
 setting. This writes the same points (random unit MiniLM-sized vectors, a small BM25 vector, a

@@ -27,7 +27,7 @@ class GatewaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_GATEWAY_", extra="ignore", populate_by_name=True)
 
     host: str = Field("127.0.0.1", description="bind address (0.0.0.0 in containers)")
-    port: int = Field(8000, ge=0, le=65535)
+    port: int = Field(8000, ge=0, le=65535, description="HTTP port")
     gateway_id: str = Field(default_factory=lambda: new_id()[:12], description="this replica's answer-subject key")
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1, description="largest uploaded file (413 above)")
     max_body_bytes: int = Field(

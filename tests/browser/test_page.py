@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import Page, Route, expect
 
 from tests.support.browser import save_screenshot
+from tests.support.office_files import course_docx, course_html, course_pptx
 from tests.support.system import System
 
 pytestmark = pytest.mark.browser
@@ -133,6 +134,33 @@ async def test_upload_shows_the_document_status(page: Page, system: System, tmp_
     await expect(row).to_have_attribute("data-status", "indexed", timeout=60_000)
     await expect(row).to_contain_text("chunks")
     await expect(page.locator("#collection option[value=browser]")).to_have_count(1)
+
+
+async def test_upload_takes_word_powerpoint_and_html_and_lists_every_file_it_skips(
+    page: Page, system: System, tmp_path: Path
+) -> None:
+    files = {
+        "browser-handbook.docx": course_docx(),
+        "browser-reefs.pptx": course_pptx(),
+        "browser-moon.html": course_html(),
+        "tool.exe": b"MZ",
+        "macros.docm": course_docx(),
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    await page.goto(f"{system.base_url}/")
+    chooser = page.get_by_label("Upload PDF, Markdown or text files")
+    assert ".docx" in (await chooser.get_attribute("accept") or "")
+    await chooser.set_input_files([str(tmp_path / name) for name in files])
+    await page.get_by_label("Into collection").fill("browser-office")
+    await page.get_by_role("button", name="Upload", exact=True).click()
+    for name in ("browser-handbook.docx", "browser-reefs.pptx", "browser-moon.html"):
+        row = page.locator("#documents li", has_text=name)
+        await expect(row).to_have_attribute("data-status", "indexed", timeout=60_000)
+    skipped = page.locator("#upload-error")
+    await expect(skipped).to_contain_text("tool.exe: ")
+    await expect(skipped).to_contain_text("macros.docm: ")
+    await expect(skipped).to_contain_text("unsupported file type")
 
 
 async def test_an_upload_that_never_reaches_the_gateway_says_so(page: Page, system: System, tmp_path: Path) -> None:

@@ -171,13 +171,14 @@ async def test_ingest_lists_each_skipped_file_with_its_reason(
     folder = tmp_path / "docs"
     (folder / "sub").mkdir(parents=True)
     (folder / "plum.md").write_text("# Plum\n\nPlum trees flower in April.\n")
-    (folder / "sub" / "notes.docx").write_bytes(b"PK\x03\x04 not read")
+    (folder / "sub" / "notes.doc").write_bytes(b"\xd0\xcf\x11\xe0 not read")
     (folder / "Makefile").write_text("all:\n")
     code, out = await rag(capsys, "--url", system.base_url, "ingest", str(folder), "--collection", "cli-skipped")
     assert code == 0, out
     lines = out.splitlines()
-    assert "skipped: sub/notes.docx: unsupported type .docx (supported: .md, .markdown, .txt, .pdf)" in lines
-    assert "skipped: Makefile: unsupported file without an extension (supported: .md, .markdown, .txt, .pdf)" in lines
+    supported = ".md, .markdown, .txt, .pdf, .docx, .pptx, .html, .htm"
+    assert f"skipped: sub/notes.doc: unsupported type .doc (supported: {supported})" in lines
+    assert f"skipped: Makefile: unsupported file without an extension (supported: {supported})" in lines
     assert "cli-skipped: 1 uploaded (1 indexed, 0 failed), 2 skipped, 0 unchanged, 0 deleted" in out
 
 

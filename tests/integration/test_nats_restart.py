@@ -76,7 +76,7 @@ async def test_readyz_reports_a_missing_consumer_while_nats_itself_is_up(
         finally:
             await nc.close()
 
-        # The gateway itself can still serve (issue 11: services are reported, not required), but
+        # The gateway itself can still serve (/readyz reports the services, it does not require them), but
         # the truth is in the body: the generator is degraded, and why.
         response = await client.get("/readyz")
         assert response.status_code == 200

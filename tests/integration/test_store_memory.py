@@ -1,4 +1,4 @@
-"""A process holding the embedded store gives a large deleted batch's memory back (issue 7, point 11).
+"""A process holding the embedded store gives a large deleted batch's memory back (docs/FAULTS.md).
 
 A child process writes a batch of points with large payloads to an embedded store (each backend),
 deletes them all, gives free pages back as the ingest service does after a delete

@@ -1,13 +1,15 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, streaming included.
 
-It answers every chat completion with a fixed text (in several SSE chunks when streaming) and
-records the requests, so a test can check what the generator sent.
+It answers every chat completion with a fixed text (in several SSE chunks when streaming), or with
+``echo=True`` repeats its whole prompt word by word as a tiny local model does, and records the
+requests, so a test can check what the generator sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,8 +22,11 @@ REPLY_CHUNKS = ["Orbitly Pro ", "is billed per user ", "each month [1]."]
 
 
 class FakeLLM:
-    def __init__(self, chunks: list[str] | None = None, failing_models: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, chunks: list[str] | None = None, failing_models: frozenset[str] = frozenset(), echo: bool = False
+    ) -> None:
         self.chunks = chunks or REPLY_CHUNKS
+        self.echo = echo  # answer with the prompt itself, one word (and its spaces) per chunk
         self.failing_models = failing_models  # these answer 500, as a provider outage would
         self.requests: list[dict[str, Any]] = []
         self.app = FastAPI()
@@ -38,6 +43,10 @@ class FakeLLM:
         if model in self.failing_models:
             return JSONResponse({"error": {"message": "provider outage", "type": "server_error"}}, status_code=500)
         created = int(time.time())
+        chunks = self.chunks
+        if self.echo:
+            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+            chunks = re.findall(r"\s*\S+", prompt)
         if not body.get("stream"):
             return JSONResponse(
                 {
@@ -48,7 +57,7 @@ class FakeLLM:
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": "".join(self.chunks)},
+                            "message": {"role": "assistant", "content": "".join(chunks)},
                             "finish_reason": "stop",
                         }
                     ],
@@ -57,7 +66,7 @@ class FakeLLM:
             )
 
         async def events() -> AsyncIterator[str]:
-            for i, text in enumerate(self.chunks):
+            for i, text in enumerate(chunks):
                 delta = {"role": "assistant", "content": text} if i == 0 else {"content": text}
                 chunk = {
                     "id": "chatcmpl-fake",

@@ -165,3 +165,16 @@ def test_citations_follow_the_reading_order_of_the_document() -> None:
 )
 def test_the_answer_type_of_a_question(question: str, expected: AnswerType) -> None:
     assert analyse(question).answer_type is expected
+
+
+def test_who_does_something_is_answered_by_the_role_that_does_it() -> None:
+    rows = Passage(
+        n=1,
+        source="field-station.docx",
+        section="Timetable",
+        kind="table",
+        text="Day: Tuesday; Activity: Ice core drilling; Instructor: Tomasz Wielgosz",
+    )
+    keepers = Passage(n=2, source="otters.md", section="Staff", text="The otter keeper at Brightwater is Ingrid Vale.")
+    assert "Tomasz Wielgosz" in reply("Who teaches ice core drilling at the field station?", rows)
+    assert "Ingrid Vale" in reply("Who keeps the otters at Brightwater?", keepers)

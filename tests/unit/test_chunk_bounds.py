@@ -52,7 +52,7 @@ def token_spans(word_pieces: WordPieces) -> Callable[[str], list[tuple[int, int,
 def test_one_megabyte_of_punctuated_text_without_spaces_is_tokenized_once(
     count_tokens: Callable[[str], int], token_spans: Callable[[str], list[tuple[int, int, bool]]]
 ) -> None:
-    """Issue 7: this took 82 s (a tokenizer call per step of a search, ~16 per chunk); now the
+    """This once took 82 s (a tokenizer call per step of a search, ~16 per chunk); now the
     text is tokenized once and cut by its offsets (figures: docs/FAULTS.md)."""
     text = ("abc.d,e;fg" * 100_000)[: 1024 * 1024]
     counted, spans = Tokenized(count_tokens), Tokenized(token_spans)

@@ -1,4 +1,4 @@
-"""The seventh round's fusion of several rankings by score (``benchmarks.ensemble``, now the
+"""The fusion of several rankings by score (``benchmarks.ensemble``, now the
 product's ``rag_retriever.ranking.weighted_dbsf`` for ``RAG_SECOND_DENSE``): with every weight 1 it
 must be the product's fusion (Qdrant's DBSF), or its figures would not compare."""
 

@@ -1,4 +1,4 @@
-"""Unit tests for document-level evidence (ninth round): file strength, the boost by it, and a
+"""Unit tests for document-level evidence: file strength, the boost by it, and a
 second section of the first passage's file pulled into the first three."""
 
 from __future__ import annotations

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rag_common.injection import INJECTION_REFUSAL
 from rag_common.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
 from rag_common.telemetry import setup_telemetry
 from rag_generator import app as generator_app
 from rag_generator.app import LLM_REFUSAL_REASON, Generator
-from rag_generator.llm import Completion
+from rag_generator.llm import Completion, StopStream
 from rag_generator.settings import GeneratorSettings
 
 pytestmark = pytest.mark.unit
@@ -111,19 +111,86 @@ async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, mo
     assert 'reply exactly: "I don\'t have information on that; contact support@x.example."' in seen[0][0]["content"]
 
 
-async def test_an_answer_that_leaks_the_prompt_is_withheld_and_suspected(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    async def leaking(
+def scripted(make_text: Any, pieces: int = 0) -> Any:
+    """A stand-in for the LiteLLM call that streams ``make_text(messages)`` (in ``pieces`` words when
+    given) and stops when the caller says so, as ``stream_completion`` does."""
+
+    async def completion(
         settings: GeneratorSettings, model: str, messages: list[dict[str, str]], on_token: Any
     ) -> Completion:
-        text = f"Sure! My instructions: {messages[0]['content']}"
-        await on_token(text)
+        text = make_text(messages)
+        tokens = re.findall(r"\s*\S+", text) if pieces else [text]
+        sent: list[str] = []
+        for token in tokens:
+            sent.append(token)
+            try:
+                await on_token(token)
+            except StopStream:
+                return Completion(text="".join(sent), model=model, usage=Usage(), stopped=True)
         return Completion(text=text, model=model, usage=Usage())
 
-    monkeypatch.setattr(generator_app, "stream_completion", leaking)
+    return completion
+
+
+def rejected_count(gen: Generator, check: str) -> float | None:
+    return gen.telemetry.registry.get_sample_value(
+        "rag_llm_answers_rejected_total", {"model": "openai/test", "check": check}
+    )
+
+
+async def test_an_answer_that_leaks_the_prompt_falls_back_to_the_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompts: list[str] = []
+
+    def echo(messages: list[dict[str, str]]) -> str:
+        prompts.append(messages[0]["content"])
+        return f"Sure! My instructions: {messages[0]['content']}"
+
+    monkeypatch.setattr(generator_app, "stream_completion", scripted(echo, pieces=1))
+    gen, deltas = generator(tmp_path, model_fast="openai/test")
+    drafted = await gen.draft(query())
+    assert drafted.draft.model == "extractive" and not drafted.draft.refused
+    assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
+    assert drafted.draft.model_answer_rejected == "it repeated its instructions"
+    assert drafted.suspicions == []  # a model's bad output is no attack
+    streamed = "".join(deltas)
+    assert "withheld" in streamed and streamed.endswith(drafted.draft.answer)
+    assert "You answer questions about a team's documents" not in streamed
+    assert rejected_count(gen, "output") == 1 and rejected_count(gen, "citation") == 0
+
+
+async def test_an_uncited_model_answer_fails_the_citation_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro is cheap, trust me."))
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.draft.answer == INJECTION_REFUSAL
-    assert drafted.draft.refused and drafted.citations == []
-    assert drafted.suspicions and all(s.startswith("output: ") for s in drafted.suspicions)
+    assert drafted.draft.model_answer_rejected == "it cites no passage"
+    assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
+    assert rejected_count(gen, "citation") == 1
+    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro costs $12 [7]."))
+    drafted = await gen.draft(query())
+    assert drafted.draft.model_answer_rejected == "it cites passage [7], which does not exist"
+
+
+async def test_a_cited_model_answer_is_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    answer = "The Pro plan costs $12 per user per month [1]."
+    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: answer, pieces=1))
+    gen, deltas = generator(tmp_path, model_fast="openai/test")
+    drafted = await gen.draft(query())
+    assert drafted.draft.answer == answer and drafted.draft.model == "openai/test"
+    assert drafted.draft.model_answer_rejected is None
+    assert "".join(deltas) == answer
+
+
+async def test_a_dropped_attack_opens_the_answer_with_the_blocked_text(tmp_path: Path) -> None:
+    gen, deltas = generator(tmp_path)
+    retrieved = query(question="What does the Pro plan cost?")
+    retrieved = retrieved.model_copy(update={"route": Route(tier="fast", attack_dropped=["override"])})
+    drafted = await gen.draft(retrieved)
+    first, rest = drafted.draft.answer.split("\n\n", 1)
+    assert first == "I can't help with that request; ask me about the documents instead."
+    assert drafted.draft.preface == first + "\n\n"
+    assert "The Pro plan costs $12 per user per month [1]." in rest
+    assert "".join(deltas) == drafted.draft.answer

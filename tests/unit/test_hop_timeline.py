@@ -1,4 +1,4 @@
-"""The questions profile's timeline: a question cut into hops and stages, and issue 9's targets in the report."""
+"""The questions profile's timeline: a question cut into hops and stages, and the speed targets in the report."""
 
 from __future__ import annotations
 

@@ -74,6 +74,7 @@ def test_the_body_is_read_from_the_parts() -> None:
             "score": 5,
             "signals": {"follow_up": 2},
             "reason": "score 5 >= 4",
+            "attack_dropped": [],
         },
         "flags": {"refused": False, "injection_suspected": True},
         "flag_details": {"injection_suspected": {"suspicions": ["question: override"], "passages": []}},

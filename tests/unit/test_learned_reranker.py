@@ -1,4 +1,4 @@
-"""Unit tests for the learned reranker (ninth round): its features and the order its weights give."""
+"""Unit tests for the learned reranker: its features and the order its weights give."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ninth round's miss analysis: where the gold sections missed in the first three passages are."""
+"""The miss analysis: where the gold sections missed in the first three passages are."""
 
 import pytest
 

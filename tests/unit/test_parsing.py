@@ -31,13 +31,13 @@ def _pdf(*pages: str) -> bytes:
 
 @pytest.mark.parametrize(
     ("filename", "expected"),
-    [("a.md", "markdown"), ("b.MARKDOWN", "markdown"), ("dir/c.txt", "text"), ("D.PDF", "pdf")],
+    [("a.md", "markdown"), ("b.MARKDOWN", "markdown"), ("dir/c.txt", "text"), ("D.PDF", "pdf"), ("e.docx", "docx")],
 )
 def test_document_format_follows_the_extension(filename: str, expected: str) -> None:
     assert document_format(filename) == expected
 
 
-@pytest.mark.parametrize("filename", ["report.docx", "README", "archive.pdf.zip"])
+@pytest.mark.parametrize("filename", ["report.doc", "README", "archive.pdf.zip"])
 def test_unsupported_extension_is_rejected(filename: str) -> None:
     with pytest.raises(UnsupportedFileType, match=r"supported: \.md"):
         parse_document(filename, b"hello")

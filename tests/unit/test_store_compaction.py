@@ -1,4 +1,4 @@
-"""The embedded store gives a large delete's points back (issue 7, point 11).
+"""The embedded store gives a large delete's points back (docs/FAULTS.md).
 
 Local mode only marks deleted points; ``VectorStore`` reloads a collection from its folder once
 deleted points fill most of it. These tests use the real local engine on a temporary folder with

@@ -163,7 +163,9 @@ async def upload_document(
     request: Request,
     gateway: GatewayDep,
     principal: Authenticated,
-    file: Annotated[UploadFile, File(description="PDF, Markdown or plain-text document")],
+    file: Annotated[
+        UploadFile, File(description="PDF, Word (.docx), PowerPoint (.pptx), HTML, Markdown or plain-text document")
+    ],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
 ) -> DocumentAccepted:

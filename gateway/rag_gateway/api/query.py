@@ -85,7 +85,8 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
     if flags.get("injection_suspected") and flags.get("refused"):
         return
     turn = Turn(
-        question=body.question,
+        # The question as the stages read it: a dropped attack is not carried into the conversation.
+        question=answered.query.question,
         answer=answered.draft.answer,
         rewritten_question=answered.retrieval.rewritten_question,
         sources=list(dict.fromkeys(c.source for c in answered.citations)),

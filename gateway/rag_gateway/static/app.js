@@ -481,6 +481,12 @@
   }
 
   async function upload(files, into) {
+    // Every file the gateway refused or never got is listed, one line each, not only the last.
+    const skipped = [];
+    const report = (line) => {
+      skipped.push(line);
+      $("upload-error").textContent = skipped.join("\n");
+    };
     $("upload-error").textContent = "";
     const waits = [];
     for (const file of files) {
@@ -491,11 +497,11 @@
       try {
         response = await api("/v1/documents", { method: "POST", body: form });
       } catch (error) {
-        $("upload-error").textContent = `${file.name}: the gateway could not be reached (${error.message})`;
+        report(`${file.name}: the gateway could not be reached (${error.message})`);
         continue;
       }
       if (!response.ok) {
-        $("upload-error").textContent = `${file.name}: ${await errorMessage(response)}`;
+        report(`${file.name}: ${await errorMessage(response)}`);
         continue;
       }
       const accepted = await response.json();

@@ -113,7 +113,7 @@ class EdgeStore:
         """Apply a delete. A shard keeps deleted points' data in memory until it is closed: once
         they are worth compacting (``worth_compacting``, the rule local mode uses too) it is closed,
         and opened again from disk on its next use (~30-40 ms), which gives a deleted batch's
-        memory back (docs/FAULTS.md, point 11)."""
+        memory back (docs/FAULTS.md, "Store memory after a hostile batch")."""
         before = shard.info().points_count
         shard.update(delete)
         left = shard.info().points_count

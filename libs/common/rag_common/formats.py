@@ -7,4 +7,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".markdown": "markdown",
     ".txt": "text",
     ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".html": "html",
+    ".htm": "html",
 }

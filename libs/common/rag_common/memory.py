@@ -2,8 +2,8 @@
 
 CPython frees objects to its own allocator and glibc's ``malloc`` keeps freed chunks in its heaps
 and arenas, so a process that held a large batch keeps its resident size after the batch is gone
-(docs/FAULTS.md, point 11). ``release_memory`` collects reference cycles and asks glibc to hand
-free pages back (``malloc_trim(0)``); on another C library it only collects.
+(docs/FAULTS.md, "Store memory after a hostile batch"). ``release_memory`` collects reference
+cycles and asks glibc to hand free pages back (``malloc_trim(0)``); on another C library it only collects.
 """
 
 from __future__ import annotations

@@ -30,18 +30,45 @@ class ServiceSettings(BaseSettings):
     nats_url: str = Field(
         "nats://127.0.0.1:4222",
         validation_alias=_env("NATS_URL"),
-        description="NATS server URL, or a comma-separated list of a cluster's servers (tried in turn)",
+        description="NATS server URL, or a comma-separated list of a cluster's servers (tried in turn); "
+        "`make run` starts one here if none answers",
     )
-    nats_user: str | None = Field(None, validation_alias=_env("NATS_USER"))
-    nats_password: SecretStr | None = Field(None, validation_alias=_env("NATS_PASSWORD"))
+    nats_user: str | None = Field(
+        None, validation_alias=_env("NATS_USER"), description="NATS user; set with NATS_PASSWORD, or neither"
+    )
+    nats_password: SecretStr | None = Field(
+        None,
+        validation_alias=_env("NATS_PASSWORD"),
+        description="NATS password; an empty one (an unfilled Secret) stops the process at start-up",
+    )
     nats_tls_ca_file: Path | None = Field(
         None, validation_alias=_env("NATS_TLS_CA_FILE"), description="CA that signed the NATS server certificate"
     )
-    nats_tls_cert_file: Path | None = Field(None, validation_alias=_env("NATS_TLS_CERT_FILE"))
-    nats_tls_key_file: Path | None = Field(None, validation_alias=_env("NATS_TLS_KEY_FILE"))
-    data_dir: Path = Field(Path("data"), validation_alias=_env("RAG_DATA_DIR"))
-    js_replicas: int = Field(1, ge=1, le=5, validation_alias=_env("RAG_JS_REPLICAS"))
-    max_deliver: int = Field(3, ge=1, le=20, validation_alias=_env("RAG_MAX_DELIVER"))
+    nats_tls_cert_file: Path | None = Field(
+        None, validation_alias=_env("NATS_TLS_CERT_FILE"), description="client certificate for mutual TLS to NATS"
+    )
+    nats_tls_key_file: Path | None = Field(
+        None, validation_alias=_env("NATS_TLS_KEY_FILE"), description="key of the client certificate"
+    )
+    data_dir: Path = Field(
+        Path("data"),
+        validation_alias=_env("RAG_DATA_DIR"),
+        description="local state: qdrant/, nats/ and models/ (`make model` fills models/)",
+    )
+    js_replicas: int = Field(
+        1,
+        ge=1,
+        le=5,
+        validation_alias=_env("RAG_JS_REPLICAS"),
+        description="replicas of JetStream streams and buckets (3 in Kubernetes)",
+    )
+    max_deliver: int = Field(
+        3,
+        ge=1,
+        le=20,
+        validation_alias=_env("RAG_MAX_DELIVER"),
+        description="attempts at a message before it is dead-lettered",
+    )
     dlq_max_bytes: int = Field(
         256 * 1024 * 1024,
         ge=1024 * 1024,
@@ -73,11 +100,13 @@ class ServiceSettings(BaseSettings):
         validation_alias=_env("RAG_JS_CHECK_INTERVAL_S"),
         description="how often a service checks that its streams and consumers exist (re-declared if not)",
     )
-    metrics_host: str = Field("127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"))
+    metrics_host: str = Field(
+        "127.0.0.1", validation_alias=_env("RAG_METRICS_HOST"), description="bind address of the metrics port"
+    )
     metrics_port: int = Field(
         0, ge=0, le=65535, description="/metrics, /livez and /readyz port (0: not served); each service sets its own"
     )
-    log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"))
+    log_level: str = Field("INFO", validation_alias=_env("RAG_LOG_LEVEL"), description="log level (DEBUG, INFO, ...)")
     otlp_endpoint: str | None = Field(
         None,
         validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
@@ -164,15 +193,30 @@ class ServiceSettings(BaseSettings):
 class StoreSettings(ServiceSettings):
     """For services that embed text or touch the vector store (ingest, retriever)."""
 
-    qdrant_url: str | None = Field(None, validation_alias=_env("QDRANT_URL"))
-    qdrant_api_key: str | None = Field(None, validation_alias=_env("QDRANT_API_KEY"))
-    qdrant_path: Path | None = Field(None, validation_alias=_env("QDRANT_PATH"))
+    qdrant_url: str | None = Field(
+        None,
+        validation_alias=_env("QDRANT_URL"),
+        description="Qdrant server; unset = an embedded store (RAG_VECTOR_BACKEND) in QDRANT_PATH, one owning process",
+    )
+    qdrant_api_key: str | None = Field(
+        None, validation_alias=_env("QDRANT_API_KEY"), description="API key of the Qdrant server"
+    )
+    qdrant_path: Path | None = Field(
+        None,
+        validation_alias=_env("QDRANT_PATH"),
+        description="folder of the embedded store; default <data_dir>/qdrant",
+    )
     vector_backend: Literal["local", "edge"] = Field(
         "edge",
         validation_alias=_env("RAG_VECTOR_BACKEND"),
         description="embedded store without QDRANT_URL: edge (Qdrant Edge) or local (qdrant-client local mode)",
     )
-    model_dir: Path | None = Field(None, validation_alias=_env("RAG_MODEL_DIR"))
+    model_dir: Path | None = Field(
+        None,
+        validation_alias=_env("RAG_MODEL_DIR"),
+        description="the embedding model's folder (model.onnx, tokenizer.json); "
+        "default <data_dir>/models/all-MiniLM-L6-v2-int8 (`make model`)",
+    )
     second_dense: bool = Field(
         False,
         validation_alias=_env("RAG_SECOND_DENSE"),

@@ -276,7 +276,7 @@ def setup_telemetry(
     HTTP) or ``RAG_TRACE_CONSOLE=1`` (or a test passes ``span_processors``). Without any of them
     nothing is recorded: every span still has its ids, so every answer and log line carries a
     ``trace_id`` and the context travels between the services, but its attributes and events are
-    not kept (about 0.1 ms of CPU per greeting, docs/BENCHMARKS.md, ninth session). A trace is
+    not kept (recording them cost about 0.1 ms of CPU per greeting, docs/BENCHMARKS.md). A trace is
     recorded when the service it starts in exports (the gateway): configure all services alike.
     """
     resource = Resource.create({"service.name": f"rag-{service}", "service.namespace": "rag"})

@@ -104,3 +104,9 @@ def check_collections_file(path: Path | None) -> None:
     """Fail at start-up, not at the first question, when the file is unreadable or malformed."""
     if path is not None:
         _load(path.resolve())
+
+
+def blocked_reply(texts: CollectionTexts) -> str:
+    """The reply to a question refused as an attack: the collection's blocked text, and where to
+    get help when the profile names a support contact (``with_contact``, as every refusal)."""
+    return with_contact(texts.blocked, texts)

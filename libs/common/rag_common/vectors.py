@@ -9,7 +9,7 @@ The two embedded ones allow a single opener per folder, so a process shares one 
 Local mode only marks a deleted point as deleted: its vectors, payload and sparse vector stay in
 the process until the collection is loaded again. ``VectorStore.compact`` reloads a local
 collection from its folder once deleted points fill most of it, which is what gives a large
-deleted batch's memory back (docs/FAULTS.md, point 11).
+deleted batch's memory back (docs/FAULTS.md, "Store memory after a hostile batch").
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ class VectorStore:
             self._drop_other_versions(name, document_id, version)  # same lock: readers see old or new
         self.compact(collection)
 
-    # --- Re-index repair (issue 7): kept apart from the engine calls above on purpose. ---
+    # --- Re-index repair: kept apart from the engine calls above on purpose. ---
     # A worker that dies between writing a new version and dropping the old one leaves both in the
     # index (readers would see the old revision's text next to the new one), and one that dies
     # between two upsert batches leaves the new version incomplete. The retried message asks
@@ -457,7 +457,7 @@ class VectorStore:
                 best.append(float(result.points[0].score) if result.points else 0.0)
         return best
 
-    # --- Memory after large deletes (issue 7, point 11): local mode only. ---
+    # --- Memory after large deletes (docs/FAULTS.md): local mode only. ---
 
     def _local_engine(self) -> QdrantLocal | None:
         engine = getattr(self.client, "_client", None)

@@ -13,10 +13,19 @@ class DevRunSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    data_dir: Path = Field(Path("data"), validation_alias=AliasChoices("RAG_DATA_DIR"))
-    host: str = Field("127.0.0.1", validation_alias=AliasChoices("RAG_GATEWAY_HOST"))
-    port: int = Field(8000, validation_alias=AliasChoices("RAG_GATEWAY_PORT"))
-    sample_corpus: str = Field("samples/orbitly/corpus", validation_alias=AliasChoices("RAG_SAMPLE_CORPUS"))
-    # With RAG_GATEWAY_AUTH=on the corpus is loaded with the admin key.
-    admin_key: SecretStr = Field(SecretStr(""), validation_alias=AliasChoices("RAG_GATEWAY_ADMIN_KEY"))
-    log_level: str = Field("INFO", validation_alias=AliasChoices("RAG_LOG_LEVEL"))
+    data_dir: Path = Field(
+        Path("data"), validation_alias=AliasChoices("RAG_DATA_DIR"), description="local state, as the services"
+    )
+    host: str = Field("127.0.0.1", validation_alias=AliasChoices("RAG_GATEWAY_HOST"), description="gateway address")
+    port: int = Field(8000, validation_alias=AliasChoices("RAG_GATEWAY_PORT"), description="gateway port")
+    sample_corpus: str = Field(
+        "samples/orbitly/corpus",
+        validation_alias=AliasChoices("RAG_SAMPLE_CORPUS"),
+        description="folder uploaded at start; empty (or --corpus '') skips it",
+    )
+    admin_key: SecretStr = Field(
+        SecretStr(""),
+        validation_alias=AliasChoices("RAG_GATEWAY_ADMIN_KEY"),
+        description="with RAG_GATEWAY_AUTH=on the sample corpus is uploaded with this key",
+    )
+    log_level: str = Field("INFO", validation_alias=AliasChoices("RAG_LOG_LEVEL"), description="log level")

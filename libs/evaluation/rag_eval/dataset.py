@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rag_common.formats import SUPPORTED_EXTENSIONS
 from rag_devrun.corpus import corpus_files
 from rag_eval.errors import UsageError
 from rag_eval.metrics import Expectations, GoldSource
@@ -163,7 +164,7 @@ def load_dataset(folder: Path) -> Dataset:
     if not questions.is_file():
         raise UsageError(f"{folder}: no questions.jsonl (one JSON object per line, see docs/EVALUATION.md)")
     if not corpus_files(corpus):
-        raise UsageError(f"{corpus}: no supported documents (.md, .markdown, .txt, .pdf)")
+        raise UsageError(f"{corpus}: no supported documents ({', '.join(SUPPORTED_EXTENSIONS)})")
     with questions.open(encoding="utf-8") as lines:
         items = parse_questions(lines, str(questions))
     return Dataset(name=slug(folder.resolve().name), root=folder, corpus=corpus, items=items)

@@ -25,9 +25,6 @@ from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
 
-# Answers no language model wrote: it read nothing beyond what the answer quotes.
-NOT_A_MODEL = frozenset({"extractive", "none", "canned"})
-
 
 def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | None = None) -> Evaluation:
     """Flags for one answer. A canned greeting is not a document answer: it needs no citation.
@@ -43,9 +40,10 @@ def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | Non
         question=retrieval.rewritten_question or drafted.query.question,
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
-        read_all=draft.model not in NOT_A_MODEL,
         refusal_reason=draft.refusal_reason,
         terminology=terminology,
+        preface=draft.preface,
+        model_answer_rejected=draft.model_answer_rejected,
     )
 
 

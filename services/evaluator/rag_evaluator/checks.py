@@ -25,9 +25,12 @@ FLAG_NAMES = (
     "low_confidence",
     "injection_suspected",
     "terminology",
+    "model_answer_rejected",
 )
-# "refused" is informational: declining to answer from insufficient context is correct behaviour.
-FAILING_FLAGS = frozenset(set(FLAG_NAMES) - {"refused"})
+# Informational: declining to answer from insufficient context is correct behaviour, and a model's
+# answer that failed its checks was replaced by the extractive one, which is judged on its own.
+INFORMATIONAL_FLAGS = frozenset({"refused", "model_answer_rejected"})
+FAILING_FLAGS = frozenset(set(FLAG_NAMES) - INFORMATIONAL_FLAGS)
 
 # A sentence is grounded when this share of its content words is in the passages it cites...
 UNGROUNDED_BELOW = 0.5
@@ -198,9 +201,10 @@ def evaluate(
     question: str | None = None,
     suspicions: Sequence[str] = (),
     low_confidence: str | None = None,
-    read_all: bool = False,
     refusal_reason: str | None = None,
     terminology: Mapping[str, Sequence[str]] | None = None,
+    preface: str = "",
+    model_answer_rejected: str | None = None,
 ) -> Evaluation:
     """Every flag for one answer, with details for the raised ones.
 
@@ -209,20 +213,25 @@ def evaluate(
     `question`, a conflict counts only when its subject is named in the question or the answer:
     two prices of the Pro plan in the passages do not make an answer about storage doubtful.
     Planted instructions never count as a source's statement. A passage holding one raises
-    `injection_suspected` when the answer drew on it: cited it, or, with `read_all` (a model
-    answered), was given it at all; so does a stage's suspicion (`suspicions`). `low_confidence` is the
+    `injection_suspected` when it was retrieved, quoted or not: the user learns that the documents
+    found hold planted text; so does a stage's suspicion (`suspicions`). `low_confidence` is the
     retriever's reason when the passages only just passed the collection's threshold;
     `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
     `terminology` (the collection profile's preferred term -> rival terms) raises `terminology` when
     the answer uses a rival term.
+    `preface` is canned text the answer opens with (the refusal of a question's dropped attack): it
+    is no statement to check. `model_answer_rejected` is why a model's answer was withheld.
     """
     flags = dict.fromkeys(FLAG_NAMES, False)
     details: dict[str, object] = {}
     flags["refused"] = refused
+    if preface and answer.startswith(preface):
+        answer = answer[len(preface) :]
+    if model_answer_rejected:
+        flags["model_answer_rejected"] = True
+        details["model_answer_rejected"] = model_answer_rejected
 
-    # An extractive answer draws only on what it cites; a model read every passage it was given.
-    drawn_on = set(citation_numbers(answer) if cited is None else cited)
-    planted = [p for p in passages if p.injection_spans and (read_all or p.n in drawn_on)]
+    planted = [p for p in passages if p.injection_spans]
     if suspicions or planted:
         flags["injection_suspected"] = True
         details["injection_suspected"] = {

@@ -14,9 +14,10 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
 from rag_common import subjects
+from rag_common.citations import cited_numbers
 from rag_common.conflicts import find_conflicts
 from rag_common.embedding import get_embedder
-from rag_common.injection import INJECTION_REFUSAL, check_output, strip_spans
+from rag_common.injection import check_output, strip_spans
 from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
@@ -27,19 +28,44 @@ from rag_common.transport.publishing import publish_delta, publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_generator.citations import citations_for, is_refusal
 from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply
-from rag_generator.llm import stream_completion
+from rag_generator.guard import StreamGuard
+from rag_generator.llm import StopStream, stream_completion
 from rag_generator.prompting import build_messages, new_salt
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"
 LLM_REFUSAL_REASON = "the model found no answer in the passages"
-OUTPUT_CHECK_REASON = "the model's answer failed the injection output check and was withheld"
+# What the stream says when the model's answer is withheld; the answer quoted from the documents follows.
+WITHHELD_NOTICE = "[The model's answer was withheld: {reason}. This answer quotes the documents instead.]"
 
 log = logging.getLogger(__name__)
 
 
 DeltaSink = Callable[[Query, AnswerDelta], Awaitable[None]]
+
+# The checks a model's answer must pass before it is shown: the stream guard and output check
+# (no tag, salt, prompt or instruction-like text) and the citation check (it cites passages that exist).
+CHECKS = ("output", "citation")
+
+
+def output_problem(answer: str, system_prompt: str, salt: str, refusal: str) -> str | None:
+    """Why a model's answer may not be shown, in words that quote none of it (or of the prompt)."""
+    # The refusal text is in the system prompt on purpose: saying it is no leak.
+    leaks = check_output(answer.replace(refusal, " "), system_prompt=system_prompt.replace(refusal, " "), salt=salt)
+    return "; ".join(dict.fromkeys(leak.split(":")[0] for leak in leaks)) or None
+
+
+def citation_problem(answer: str, passages: Sequence[int]) -> str | None:
+    """Why a model's answer fails the citation check: it cites nothing, or a passage that does not exist."""
+    numbers = cited_numbers(answer)
+    if not numbers:
+        return "it cites no passage"
+    unknown = sorted(set(numbers) - set(passages))
+    if unknown:
+        return f"it cites passage {', '.join(f'[{n}]' for n in unknown)}, which does not exist"
+    return None
+
 
 LLM_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
@@ -64,6 +90,12 @@ class LLMMetrics:
             ["model", "outcome"],
             registry=registry,
         )
+        self.rejected = Counter(
+            "rag_llm_answers_rejected_total",
+            "Model answers withheld and replaced by the extractive answer, by model and failed check",
+            ["model", "check"],
+            registry=registry,
+        )
         self.seconds = Histogram(
             "rag_llm_request_duration_seconds",
             "LLM call latency (the whole stream) by model",
@@ -80,6 +112,8 @@ class LLMMetrics:
         self.cost.labels(model)
         for outcome in ("ok", "error"):
             self.requests.labels(model, outcome)
+        for check in CHECKS:
+            self.rejected.labels(model, check)
         self.seconds.labels(model)
 
 
@@ -169,6 +203,11 @@ class Generator:
         refusal = with_contact(texts.refusal, texts)  # the support contact, said in every refusal
         refused, reason = retrieval.refused, retrieval.refusal_reason
         suspicions = list(retrieved.suspicions)
+        rejected: str | None = None
+        # A question whose attacking part the router dropped: its refusal opens the answer.
+        preface = f"{texts.blocked}\n\n" if route.attack_dropped else ""
+        if preface:
+            await emit(preface)
         if retrieval.refused or not retrieval.passages:
             answer, model = refusal, "none"
             refused, reason = True, reason or "no passages"
@@ -181,19 +220,30 @@ class Generator:
                 if not reply.answered:
                     # The passages passed the relevance threshold on the collection's own words, but
                     # none holds what was asked: the collection's refusal, not a near miss.
-                    answer, refused, reason = texts.refusal, True, f"not in the documents: {reply.reason}"
+                    answer, refused, reason = refusal, True, f"not in the documents: {reply.reason}"
                 for line in answer.splitlines(keepends=True):
                     await emit(line)
             else:
                 question = retrieval.rewritten_question or query.question
                 salt = new_salt()
                 messages = build_messages(question, retrieval.passages, salt, query.selected_text, refusal)
+                system_prompt = messages[0]["content"]
+                guard = StreamGuard(salt, system_prompt.replace(refusal, " "))
+
+                async def guarded(token: str) -> None:
+                    # Nothing that could be a tag, the salt or the prompt leaves before it is known not to be.
+                    shown = guard.feed(token)
+                    if shown:
+                        await emit(shown)
+                    if guard.aborted is not None:
+                        raise StopStream
+
                 started = time.perf_counter()
                 metrics = self.llm_metrics
                 with self.telemetry.tracer.start_as_current_span("llm.completion") as span:
                     span.set_attribute("llm.model", model_name)
                     try:
-                        completion = await stream_completion(self.settings, model_name, messages, emit)
+                        completion = await stream_completion(self.settings, model_name, messages, guarded)
                     except Exception:
                         metrics.requests.labels(model_name, "error").inc()
                         metrics.seconds.labels(model_name).observe(time.perf_counter() - started)
@@ -207,26 +257,34 @@ class Generator:
                 metrics.cost.labels(completion.model).inc(completion.usage.cost_usd)
                 retrieved.timings_ms["llm"] = round(elapsed * 1000, 3)
                 answer, model, usage = completion.text.strip(), completion.model, completion.usage
-                # The refusal text is in the system prompt on purpose: saying it is no leak.
-                leaks = check_output(
-                    answer.replace(refusal, " "),
-                    system_prompt=messages[0]["content"].replace(refusal, " "),
-                    salt=salt,
-                )
-                if leaks:
-                    # Tokens already streamed cannot be taken back; the final answer withholds them.
-                    suspicions = [*suspicions, *(f"output: {leak}" for leak in leaks)]
-                    answer, refused, reason = INJECTION_REFUSAL, True, OUTPUT_CHECK_REASON
-                elif is_refusal(answer, refusal):
+                check, rejected = "output", guard.aborted or output_problem(answer, system_prompt, salt, refusal)
+                if rejected is None and is_refusal(answer, refusal):
                     refused, reason = True, LLM_REFUSAL_REASON
+                elif rejected is None:
+                    check, rejected = "citation", citation_problem(answer, [p.n for p in retrieval.passages])
+                if rejected is None:
+                    await emit(guard.finish())
+                else:
+                    # A model's bad answer is no attack: the documents answer instead, and the stream says so.
+                    metrics.rejected.labels(completion.model, check).inc()
+                    log.warning("model answer withheld (%s check): %s", check, rejected)
+                    await emit(f"\n\n{WITHHELD_NOTICE.format(reason=rejected)}\n\n")
+                    reply, model = await asyncio.to_thread(self.extract, retrieved), EXTRACTIVE
+                    answer = reply.text
+                    if not reply.answered:
+                        answer, refused, reason = refusal, True, f"not in the documents: {reply.reason}"
+                    for line in answer.splitlines(keepends=True):
+                        await emit(line)
         route = route.model_copy(update={"model": model})
         draft = Draft(
-            answer=answer,
+            answer=preface + answer,
             model=model,
             cited=[] if refused else [p.n for p in citations_for(answer, retrieval.passages)],
             usage=usage,
             refused=refused,
             refusal_reason=reason,
+            preface=preface,
+            model_answer_rejected=rejected,
         )
         return QueryDrafted(
             query=query,

@@ -83,7 +83,9 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
 # holds it, nothing answers. Not "Which plants...": the answer names plants without saying "plant".
 _HEAD_RULES = (
     re.compile(r"^who (?:is|are|was|were) (?:the |a |an )?([a-z][\w-]*)"),
-    re.compile(r"^who (?!is\b|are\b|was\b|were\b|do\b|does\b|did\b|can\b|should\b)([a-z][\w-]*)"),
+    # "Who founded Orbitly Labs?": a past deed is told with its verb ("founded by", "the founder");
+    # not "Who keeps the otters?", answered by "the otter keeper", or "Who teaches...?" by "Instructor".
+    re.compile(r"^who ([a-z]{3,}ed)\b"),
     re.compile(r"^how (?:many|much) (?!do\b|does\b|did\b|is\b|are\b|can\b|will\b)([a-z][\w-]*)"),
     # "Where is Orbitly Labs headquartered?": a place asked by the word for where it is.
     re.compile(r"^where (?:is|are|was|were) [\w\s-]+? (headquartered|located|based|registered|incorporated)\??$"),

@@ -21,6 +21,11 @@ class Completion:
     text: str
     model: str
     usage: Usage
+    stopped: bool = False  # the caller stopped reading before the model finished
+
+
+class StopStream(Exception):
+    """Raised by ``on_token`` to stop reading the model's stream (its output is not wanted)."""
 
 
 async def stream_completion(
@@ -29,7 +34,8 @@ async def stream_completion(
     messages: list[dict[str, str]],
     on_token: Callable[[str], Awaitable[None]],
 ) -> Completion:
-    """Stream a chat completion, calling ``on_token`` for each text delta as it arrives."""
+    """Stream a chat completion, calling ``on_token`` for each text delta as it arrives; ``on_token``
+    raises ``StopStream`` to stop reading (the completion then holds the text so far)."""
     import litellm
 
     kwargs: dict[str, Any] = {
@@ -51,13 +57,18 @@ async def stream_completion(
     response = await litellm.acompletion(**kwargs)
     parts: list[str] = []
     usage = Usage()
+    stopped = False
     async for chunk in _chunks(response):
         if chunk.choices:
             delta = chunk.choices[0].delta
             text = getattr(delta, "content", None)
             if text:
                 parts.append(text)
-                await on_token(text)
+                try:
+                    await on_token(text)
+                except StopStream:
+                    stopped = True
+                    break
         raw_usage = getattr(chunk, "usage", None)
         if raw_usage:
             usage = Usage(
@@ -65,8 +76,10 @@ async def stream_completion(
                 output_tokens=int(getattr(raw_usage, "completion_tokens", 0) or 0),
             )
     text = "".join(parts)
+    if stopped and not usage.output_tokens:
+        usage.output_tokens = len(parts)  # the usage chunk comes last; one delta is about one token
     usage.cost_usd = _cost(model, usage)
-    return Completion(text=text, model=model, usage=usage)
+    return Completion(text=text, model=model, usage=usage, stopped=stopped)
 
 
 async def _chunks(response: Any) -> AsyncIterator[Any]:

@@ -22,11 +22,11 @@ class GeneratorSettings(ServiceSettings):
     fallbacks: list[str] = Field(default_factory=list, description="LiteLLM model strings tried when a tier fails")
     api_base: str | None = Field(None, description="base URL of an OpenAI-compatible server (local LLM)")
     api_key: SecretStr | None = Field(None, description="API key passed to LiteLLM (else provider env vars)")
-    temperature: float = Field(0.1, ge=0, le=2)
-    max_tokens: int = Field(512, ge=16, le=8192)
-    timeout_s: float = Field(60.0, gt=0)
-    num_retries: int = Field(2, ge=0, le=10)
-    extractive_sentences: int = Field(3, ge=1, le=10)
+    temperature: float = Field(0.1, ge=0, le=2, description="LLM sampling temperature")
+    max_tokens: int = Field(512, ge=16, le=8192, description="most tokens an LLM answer may have")
+    timeout_s: float = Field(60.0, gt=0, description="seconds one LLM call may take")
+    num_retries: int = Field(2, ge=0, le=10, description="retries of a failed LLM call before the fallbacks")
+    extractive_sentences: int = Field(3, ge=1, le=10, description="most sentences in an extractive answer")
     sentence_scoring: bool = Field(
         True, description="rank extractive sentences with the embedding model too (else words only)"
     )
@@ -49,7 +49,12 @@ class GeneratorSettings(ServiceSettings):
         le=1_000_000,
         description="sentences and questions whose scoring vectors are kept (a repeat skips the model); 0: off",
     )
-    model_dir: Path | None = Field(None, validation_alias=AliasChoices("RAG_MODEL_DIR"))
+    model_dir: Path | None = Field(
+        None,
+        validation_alias=AliasChoices("RAG_MODEL_DIR"),
+        description="the embedding model's folder (model.onnx, tokenizer.json); "
+        "default <data_dir>/models/all-MiniLM-L6-v2-int8 (`make model`)",
+    )
     metrics_port: int = 9104
 
     @field_validator("model_fast", "model_strong", "api_base", mode="before")

@@ -133,8 +133,8 @@ class Ingestor:
             if self._indexing == 0:
                 # The documents' chunks, vectors and points are garbage now (freed by reference
                 # counting): give the pages back so a hostile batch does not keep the process at
-                # its peak (docs/FAULTS.md, point 11). Only when no other document is being
-                # indexed, and without a full collection: both could delay in-progress beats.
+                # its peak (docs/FAULTS.md, "Store memory after a hostile batch"). Only when no other
+                # document is being indexed, and without a full collection: both could delay in-progress beats.
                 await asyncio.to_thread(release_memory, collect=False)
         written = await self.status.finish(request, "indexed", result.chunks)
         self.documents.labels("indexed").inc()

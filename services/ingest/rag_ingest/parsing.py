@@ -10,30 +10,18 @@ import io
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
 
 import charset_normalizer
 from pypdf import PdfReader
 
 from rag_common.formats import SUPPORTED_EXTENSIONS
-
-BlockKind = Literal["text", "table", "faq"]
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One piece of document content plus the context needed to cite it."""
-
-    text: str
-    heading_path: tuple[str, ...]  # e.g. ("Pricing", "Plans"); () before any heading
-    page: int | None  # 1-based for PDF, None otherwise
-    kind: BlockKind
-
-
-class ParseError(ValueError):
-    """The file is malformed or unreadable; the message says what is wrong."""
+from rag_ingest.blocks import Block as Block
+from rag_ingest.blocks import BlockKind as BlockKind
+from rag_ingest.blocks import ParseError as ParseError
+from rag_ingest.blocks import serialise_row
+from rag_ingest.office import ArchiveLimits, parse_docx, parse_pptx
+from rag_ingest.web import html_to_markdown
 
 
 class UnsupportedFileType(ValueError):
@@ -59,7 +47,7 @@ Section = tuple[tuple[str, ...], list[str]]
 
 
 def document_format(filename: str) -> str:
-    """Name the parser for a file ("markdown", "text" or "pdf") from its extension.
+    """Name the parser for a file ("markdown", "text", "pdf", "docx", "pptx" or "html") from its extension.
 
     Callers use this to reject an upload before reading it; it raises UnsupportedFileType.
     """
@@ -74,7 +62,12 @@ def document_format(filename: str) -> str:
 
 
 def parse_document(
-    filename: str, data: bytes, *, pdf_headings: bool = False, code_comment_headings: bool = True
+    filename: str,
+    data: bytes,
+    *,
+    pdf_headings: bool = False,
+    code_comment_headings: bool = True,
+    archive_limits: ArchiveLimits | None = None,
 ) -> list[Block]:
     """Parse a file into blocks in document order.
 
@@ -84,13 +77,21 @@ def parse_document(
     is read as text. Documents whose code lost its fences have Python comments (``# Embed the
     documents``) that would otherwise relabel the rest of a section; a document's title is its first
     level-1 heading.
+    ``archive_limits``: what a Word or PowerPoint archive may unpack to (see ``rag_ingest.office``).
 
     Raises UnsupportedFileType for an unknown extension and ParseError when the bytes cannot
     be read as that format or hold no text, so the caller can report the reason to the user.
     """
     fmt = document_format(filename)
+    limits = archive_limits or ArchiveLimits()
     if fmt == "pdf":
         blocks = _parse_pdf(data, headings=pdf_headings)
+    elif fmt == "docx":
+        blocks = parse_docx(data, limits)
+    elif fmt == "pptx":
+        blocks = parse_pptx(data, limits)
+    elif fmt == "html":
+        blocks = [b for section in _markdown_sections(html_to_markdown(data)) for b in _section_blocks(section)]
     else:
         text = _decode_text(data)
         sections = (
@@ -330,7 +331,7 @@ def _body_blocks(lines: list[str], path: tuple[str, ...], page: int | None) -> I
             headers = _table_cells(line)
             index += 2
             while index < count and "|" in lines[index]:
-                row = _serialise_row(headers, _table_cells(lines[index]))
+                row = serialise_row(headers, _table_cells(lines[index]))
                 if row:
                     yield Block(row, path, page, "table")
                 index += 1
@@ -375,16 +376,6 @@ def _table_cells(line: str) -> list[str]:
     if row.endswith("|") and not row.endswith("\\|"):
         row = row[:-1]
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)]
-
-
-def _serialise_row(headers: list[str], cells: list[str]) -> str:
-    """`Header: value; ...` so a row read alone still says what each value means."""
-    parts = []
-    for position, value in enumerate(cells):
-        header = headers[position] if position < len(headers) else ""
-        if value:
-            parts.append(f"{header}: {value}" if header else value)
-    return "; ".join(parts)
 
 
 def _parse_pdf(data: bytes, *, headings: bool = False) -> list[Block]:

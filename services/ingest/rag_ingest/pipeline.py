@@ -18,6 +18,7 @@ from rag_common.injection import find_instruction_spans
 from rag_common.messages import ChunkPayload, IngestRequested
 from rag_common.vectors import ChunkRecord, Store
 from rag_ingest.chunking import Chunk, chunk_blocks
+from rag_ingest.office import ArchiveLimits
 from rag_ingest.parsing import parse_document
 from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
@@ -63,6 +64,7 @@ def make_chunks(
             data,
             pdf_headings=settings.pdf_headings,
             code_comment_headings=settings.code_comment_headings,
+            archive_limits=ArchiveLimits(settings.archive_max_bytes, settings.archive_max_members),
         )
         span.set_attribute("rag.blocks", len(blocks))
     with tracer.start_as_current_span("ingest.chunk") as span:
@@ -158,8 +160,9 @@ def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettin
     )
 
 
-# Bump when parsing or chunking rules change, so stored documents are indexed again.
-INDEX_FORMAT = 2
+# Bump when parsing or chunking rules change, or the injection rules that mark chunks at ingest,
+# so stored documents are indexed again (3: lookalikes, other languages, cells, split instructions).
+INDEX_FORMAT = 3
 
 
 def index_version(content_hash: str, settings: IngestSettings) -> str:

@@ -15,7 +15,9 @@ class IngestSettings(StoreSettings):
     model_config = SettingsConfigDict(env_prefix="RAG_INGEST_", extra="ignore", populate_by_name=True)
 
     chunk_max_tokens: int = Field(200, ge=32, le=256, description="word-piece tokens per chunk (MiniLM reads 256)")
-    chunk_overlap_tokens: int = Field(40, ge=0, le=128)
+    chunk_overlap_tokens: int = Field(
+        40, ge=0, le=128, description="word-piece tokens a chunk repeats from the end of the one before"
+    )
     chunk_min_tokens: int = Field(24, ge=0, le=128, description="smaller chunks merge with a neighbour")
     chunk_max_chars: int = Field(
         2000, ge=512, le=16000, description="characters per chunk, whatever the tokenizer counts (e.g. [UNK] runs)"
@@ -53,6 +55,15 @@ class IngestSettings(StoreSettings):
     )
     max_chunks_per_document: int = Field(
         2000, ge=1, le=100_000, description="a document cut into more chunks fails (status failed, too_many_chunks)"
+    )
+    archive_max_bytes: int = Field(
+        100 * 2**20,
+        ge=2**20,
+        le=2**31,
+        description="a Word or PowerPoint file whose archive unpacks to more bytes fails (a zip bomb or huge media)",
+    )
+    archive_max_members: int = Field(
+        5000, ge=10, le=1_000_000, description="a Word or PowerPoint archive with more files inside fails"
     )
     object_read_timeout_s: float = Field(
         10.0,

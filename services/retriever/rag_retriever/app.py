@@ -107,14 +107,14 @@ class Retriever:
                 log.warning(
                     "collection %s has no vector for the second dense model (created before it existed): "
                     "searched with MiniLM and BM25 only; index its documents into a new collection to use it "
-                    "(docs/EVALUATION.md, eighth round)",
+                    "(docs/decisions/0005-second-dense-model-opt-in.md)",
                     collection,
                 )
             self._second_in[collection] = known
         return known
 
     def calibration(self, collection: str) -> Calibration:
-        """The collection's threshold, measured again when its size changed by a tenth or more."""
+        """The collection's threshold, measured again when its size changed by 10 % or more."""
         floor = self.settings.min_similarity
         if not self.settings.calibrate:
             return Calibration(threshold=floor, noise_p90=0.0, noise_max=0.0, probes=0)

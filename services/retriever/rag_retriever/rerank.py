@@ -195,7 +195,8 @@ def candidate_features(question: str, hits: Sequence[Hit], needed: Collection[st
 # One per name of ``FEATURES``: `benchmarks.ltr_fit --objective guarded` fitted on the candidates of all
 # four evaluation sets (coordinate ascent on recall@3, MRR@3 and hit@5 from the fused order, a loss on
 # any set counting five times). Of the fifteen features it kept two besides the fused relevance.
-# docs/EVALUATION.md, ninth round, gives the cross-validated figures: not a default.
+# docs/decisions/0008-document-evidence-and-learned-fusion-opt-in.md gives the cross-validated figures:
+# not a default.
 LEARNED_WEIGHTS = (
     1.0,  # relevance
     0.0,  # similarity
@@ -219,7 +220,7 @@ class LearnedReranker:
     """``score = Σ weight·feature`` over ``FEATURES``: a linear model of what the fused candidates
     already tell (scores, ranks, heading and title overlap with the question, the boilerplate flag,
     file-level evidence). The shipped ``LEARNED_WEIGHTS`` come from ``benchmarks.ltr_fit``, which
-    also gives their cross-validated figures (docs/EVALUATION.md, ninth round)."""
+    also gives their cross-validated figures (docs/decisions/0008-document-evidence-and-learned-fusion-opt-in.md)."""
 
     name = "learned"
 
@@ -252,7 +253,7 @@ def passage_text(hit: Hit) -> str:
     """What the cross-encoder reads of a candidate: the document title (its file stem), the
     heading path, then the text, as ingest's context header does. The heading is often the best
     evidence of what a short chunk is about, and the title tells two plans' booklets apart (without
-    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92; docs/EVALUATION.md, sixth round)."""
+    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92, measured with benchmarks.retrieval_sweep)."""
     source = str(hit.payload.get("source", "")).replace("\\", "/")
     title = _TITLE_SEPARATORS.sub(" ", PurePosixPath(source).stem).strip()
     path = [str(p) for p in (hit.payload.get("section_path") or [hit.payload.get("section") or ""]) if p]
@@ -272,7 +273,7 @@ class CrossEncoderReranker:
     to ``max_tokens`` word pieces (the passage is cut, never the question) and run in batches of
     ``batch`` without a memory arena (onnxruntime keeps the largest batch's buffers otherwise), on
     one thread by default: on the shared 2-core machine two threads cost more CPU per pair and
-    were slower too (docs/EVALUATION.md, sixth round).
+    were slower too (docs/decisions/0004-rerankers-off-by-default.md).
     """
 
     name = "cross-encoder"

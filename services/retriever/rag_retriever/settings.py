@@ -136,7 +136,7 @@ class RetrieverSettings(StoreSettings):
     )
     rewrite_api_base: str | None = Field(None, description="OpenAI-compatible server of the rewrite model")
     rewrite_api_key: SecretStr | None = Field(None, description="key of the rewrite model (else provider env vars)")
-    rewrite_timeout_s: float = Field(10.0, gt=0)
+    rewrite_timeout_s: float = Field(10.0, gt=0, description="seconds the rewrite model may take (then rules)")
     metrics_port: int = 9103
 
     @model_validator(mode="after")

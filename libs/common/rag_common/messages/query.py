@@ -68,6 +68,9 @@ class Route(BaseModel):
     score: int = 0
     signals: dict[str, int] = Field(default_factory=dict)
     reason: str = ""
+    # Kinds of attack in a part of the question that the router dropped, routing the rest (the
+    # question every later stage reads is that rest): the answer opens with the refusal of that part.
+    attack_dropped: list[str] = Field(default_factory=list)
 
 
 class Usage(BaseModel):
@@ -135,6 +138,12 @@ class Draft(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     refused: bool = False
     refusal_reason: str | None = None
+    # Canned text the answer opens with (the refusal of a question's dropped attack): it states
+    # nothing from the documents, so it is not judged as a statement.
+    preface: str = ""
+    # Why the model's answer was withheld (an output check or the citation check failed): the
+    # answer is then the extractive one, and the evaluator raises ``model_answer_rejected``.
+    model_answer_rejected: str | None = None
 
 
 class QueryRequested(Message):

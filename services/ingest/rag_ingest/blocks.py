@@ -1,0 +1,30 @@
+"""What every parser produces: blocks of text that keep the heading path and page they came from."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+BlockKind = Literal["text", "table", "faq"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One piece of document content plus the context needed to cite it."""
+
+    text: str
+    heading_path: tuple[str, ...]  # e.g. ("Pricing", "Plans"); () before any heading
+    page: int | None  # 1-based page of a PDF, slide of a presentation; None otherwise
+    kind: BlockKind
+
+
+class ParseError(ValueError):
+    """The file is malformed or unreadable; the message says what is wrong."""
+
+
+def serialise_row(headers: list[str], cells: list[str]) -> str:
+    """`Header: value; ...` so a row read alone still says what each value means."""
+    parts = []
+    for position, value in enumerate(cells):
+        header = headers[position] if position < len(headers) else ""
+        if value:
+            parts.append(f"{header}: {value}" if header else value)
+    return "; ".join(parts)
