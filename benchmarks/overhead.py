@@ -46,7 +46,7 @@ from rag_evaluator.app import assess
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 from rag_router.app import decide
 from rag_router.settings import RouterSettings

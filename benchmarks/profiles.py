@@ -63,7 +63,7 @@ from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, index_version, make_chunks
 from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -408,11 +408,8 @@ def sentences(corpus_dir: Path, target_chunks: int, count: int, model_dir: Path)
               f"wall {wall['embed_chunks'] / wall['embed_passages']:.3f}")  # fmt: skip
     with indexed_corpus(corpus_dir, target_chunks, count, model_dir) as (embedder, retriever, queries):
         on = Retriever(retriever.settings.model_copy(update={"query_cache_size": 0}), embedder, retriever.store)
-        off = Retriever(
-            retriever.settings.model_copy(update={"query_cache_size": 0, "sentence_scores": False}),
-            embedder,
-            retriever.store,
-        )
+        off = Retriever(retriever.settings.model_copy(update={"query_cache_size": 0}), embedder, retriever.store)
+        off.steps = [step for step in off.steps if step.name != "sentence scores"]
         for query in queries[:3]:
             on.retrieve(query), off.retrieve(query)
         times: dict[str, list[float]] = {"with sentence scores": [], "without": []}

@@ -25,7 +25,7 @@ from rag_common.messages import Query, QueryRouted, Route
 from rag_common.vectors import VectorStore
 from rag_eval.dataset import load_dataset
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 

@@ -9,7 +9,12 @@ embeds nothing again; the figures are the same as the harness's because the code
 from the parser to the ranked passages (the harness adds upload, NATS and the generator).
 
     .venv/bin/python -m benchmarks.retrieval_sweep --dataset ../shared/eval/contoso
-    RAG_RETRIEVER_MMR=false .venv/bin/python -m benchmarks.retrieval_sweep --dataset samples/orbitly
+    .venv/bin/python -m benchmarks.retrieval_sweep --dataset samples/orbitly \
+        --variant default: --variant mmr:lab=mmr,mmr_lambda=0.7 --variant top8:top_k=8
+
+A variant's ``lab=<name>[+<name>]`` adds ranking steps measured worse than the default, which
+left the service (``benchmarks.retrieval_lab.LAB_STEPS``; their parameters ride along as further
+``key=value`` pairs); every other key is a retriever setting.
 
 With ``RAG_SECOND_DENSE=true`` chunks and questions are embedded with the second dense model too
 (its passage vectors cached as MiniLM's, in ``<dataset>-bge-small.pkl``) and the retriever fuses
@@ -31,6 +36,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient
 
+from benchmarks.retrieval_lab import add_lab_steps
 from rag_common.embedding import BM25_AVG_LEN, Embedder, SecondEmbedder, SparseVector, get_embedder, get_second_embedder
 from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, VectorStore
@@ -39,7 +45,7 @@ from rag_eval.dataset import load_dataset
 from rag_eval.metrics import score_retrieval, summarize_retrieval
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever, describe
 from rag_retriever.settings import RetrieverSettings
 
 
@@ -164,6 +170,26 @@ def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
     return label, dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
 
 
+def variant_retriever(
+    settings: RetrieverSettings,
+    overrides: dict[str, str],
+    embedder: Embedder,
+    store: VectorStore,
+    second: SecondEmbedder | None = None,
+) -> Retriever:
+    """A retriever with ``overrides``: settings by name, and ``lab`` steps with their parameters
+    (any other key); an unknown setting without ``lab`` is an error, not silently ignored."""
+    fields = RetrieverSettings.model_fields
+    own = {k: v for k, v in overrides.items() if k in fields}
+    lab = {k: v for k, v in overrides.items() if k not in fields}
+    if lab and "lab" not in lab:
+        raise ValueError(f"not a retriever setting: {', '.join(lab)} (a lab step's parameter needs lab=<name>)")
+    retriever = Retriever(RetrieverSettings(**{**settings.model_dump(), **own}), embedder, store, second)
+    if lab:
+        add_lab_steps(retriever, lab.pop("lab"), lab)
+    return retriever
+
+
 def evaluate(
     dataset: Any, retriever: Retriever, inner: Embedder
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[str, str, list[Any]]]]:
@@ -268,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ingest_s = time.perf_counter() - started
     variants = [parse_variant(v) for v in args.variant] or [("", {})]
     for label, overrides in variants:
-        run = RetrieverSettings(**{**settings.model_dump(), **overrides})
-        retriever = Retriever(run, inner, store, second.inner if second is not None else None)
+        retriever = variant_retriever(settings, overrides, inner, store, second.inner if second is not None else None)
+        run = retriever.settings
         line, details, misses = evaluate(dataset, retriever, inner)
         print(
             json.dumps(
@@ -277,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                     "dataset": dataset.name,
                     "label": label or args.label,
                     "second_dense": run.second_dense and run.second_dense_weight > 0,
+                    "steps": describe(retriever.steps),
                     "chunks": chunks,
                     "ingest_s": round(ingest_s, 1),
                     **line,

@@ -43,7 +43,7 @@ from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import ChunkRecord, Store, open_store
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from rag_common.embedding import get_embedder, get_second_embedder
 from rag_common.messages import Query, QueryRouted, Route
 from rag_common.vectors import VectorStore
 from rag_eval.dataset import load_dataset
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 WAYS = ("off", "at_once", "one_after_the_other")

@@ -15,7 +15,8 @@ from rag_common.transport.streams import QUERY_JSTREAM
 from rag_common.vectors import configured_store
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever, build_broker
+from rag_retriever.app import build_broker
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 from tests.support.components import BrokerMode
 

@@ -14,7 +14,7 @@ from rag_common.edge import EdgeStore
 from rag_common.embedding import Embedder, get_embedder
 from rag_common.messages import Query, QueryRouted, Route, Turn
 from rag_common.vectors import ChunkRecord, Store, VectorStore
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.component
@@ -92,16 +92,6 @@ def test_score_fusion_ranks_the_answer_first_too(embedder: Embedder, store: Stor
     )
 
 
-def test_usage_penalty_moves_a_conversation_to_sources_it_has_not_cited(embedder: Embedder, store: Store) -> None:
-    question = "Is the installer included in the Pro plan?"
-    fresh = ask(Retriever(settings(usage_penalty=0.5), embedder, store), question)
-    cited = fresh[0][0]
-    history = [Turn(question="earlier", answer="...", sources=[cited])]
-    again = ask(Retriever(settings(usage_penalty=0.5), embedder, store), question, history)
-    assert again[0][0] != cited
-    assert ask(Retriever(settings(), embedder, store), question, history)[0][0] == cited  # off: unchanged
-
-
 def test_a_question_naming_a_document_gets_that_documents_passages_first(
     embedder: Embedder, store: VectorStore
 ) -> None:
@@ -110,8 +100,10 @@ def test_a_question_naming_a_document_gets_that_documents_passages_first(
     payload = {"text": text, "source": "plan-guide.md", "section": "Guide", "chunk_index": 0, "page": None}
     store.replace_document("docs", "plan-guide.md", "v1", [ChunkRecord(0, dense[0], sparse[0], payload)])
     named = "What does the Pro plan cost according to the plan guide?"
-    off = ask(Retriever(settings(named_source_first=False), embedder, store), named)
-    on = ask(Retriever(settings(named_source_first=True), embedder, store), named)
+    without = Retriever(settings(), embedder, store)
+    without.steps = [step for step in without.steps if step.name != "named source first"]
+    off = ask(without, named)
+    on = ask(Retriever(settings(), embedder, store), named)
     assert off[0][0] == "pricing.md"  # the price is what the question is most similar to
     assert on[0] == ("plan-guide.md", text)
     assert on[1:] == [p for p in off if p[0] != "plan-guide.md"][: len(on) - 1]

@@ -22,7 +22,7 @@ from rag_common.messages import IngestRequested, Query, QueryRouted, Route
 from rag_common.vectors import DENSE, SECOND_DENSE, SPARSE, SideQuery, Store, VectorStore, qdrant_collection
 from rag_ingest.pipeline import index_document, index_version
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 from tests.component.test_ingest_component import (
     COLLECTION,

@@ -20,7 +20,7 @@ from rag_generator.app import Generator
 from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.component

@@ -93,8 +93,8 @@ def test_the_setting_picks_the_cross_encoder_from_the_data_folder(
     settings = RetrieverSettings()
     assert settings.resolved_reranker_model_dir == tmp_path / "models" / "ms-marco-MiniLM-L-12-v2-int8"
     with pytest.raises(ModelFolderError):  # nothing assembled under this data folder: fails at start-up
-        make_reranker(settings.reranker, 0.5, 0.3, model_dir=settings.resolved_reranker_model_dir)
+        make_reranker(settings.reranker, model_dir=settings.resolved_reranker_model_dir)
     monkeypatch.setenv("RAG_RETRIEVER_RERANKER_MODEL_DIR", str(reranker_dir))
-    chosen = make_reranker("cross-encoder", 0.5, 0.3, model_dir=RetrieverSettings().resolved_reranker_model_dir)
+    chosen = make_reranker("cross-encoder", model_dir=RetrieverSettings().resolved_reranker_model_dir)
     assert isinstance(chosen, CrossEncoderReranker)
-    assert make_reranker("off", 0.5, 0.3, model_dir=reranker_dir) is None
+    assert make_reranker("off", model_dir=reranker_dir) is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.retrieval_lab import file_evidence, file_strength, second_section_of_top_file
 from rag_common.vectors import Hit
-from rag_retriever.ranking import file_evidence, file_strength, second_section_of_top_file
 from rag_retriever.selection import diversify
 
 pytestmark = pytest.mark.unit

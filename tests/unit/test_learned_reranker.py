@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.retrieval_lab import FEATURES, LEARNED_WEIGHTS, LearnedReranker, candidate_features
 from rag_common.vectors import Hit
-from rag_retriever.rerank import FEATURES, LEARNED_WEIGHTS, LearnedReranker, candidate_features, make_reranker
 
 pytestmark = pytest.mark.unit
 
@@ -53,10 +53,8 @@ def test_a_weight_on_heading_coverage_lifts_the_section_the_question_names() -> 
     assert ranked[0].payload["section"] == "Prompt caching pricing"
 
 
-def test_the_setting_builds_it_with_the_shipped_weights() -> None:
-    reranker = make_reranker("learned", 0.5, 0.3)
-    assert isinstance(reranker, LearnedReranker)
-    assert reranker.weights == list(LEARNED_WEIGHTS)
+def test_the_shipped_weights_name_every_feature() -> None:
+    assert LearnedReranker(LEARNED_WEIGHTS).weights == list(LEARNED_WEIGHTS)
     assert len(LEARNED_WEIGHTS) == len(FEATURES)
 
 

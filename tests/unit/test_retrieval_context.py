@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.retrieval_lab import penalize_used, section_units
 from rag_common.vectors import Hit
 from rag_retriever.context import expand, expand_within, fit_budget, join, neighbour_keys, overlap
-from rag_retriever.ranking import penalize_used, section_units
 
 pytestmark = pytest.mark.unit
 

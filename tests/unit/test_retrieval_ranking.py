@@ -1,22 +1,23 @@
-"""Unit tests for the ranking steps between fused hits and passages (MMR, boilerplate, split, fusion)."""
+"""Unit tests for the ranking rules between fused hits and passages: the product's (keyword query,
+named source first) and those measured worse that the benchmarks keep (MMR, boilerplate, split,
+fusion, the lexical and heading rerankers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_common.vectors import Hit
-from rag_retriever.ranking import (
+from benchmarks.retrieval_lab import (
+    HeadingReranker,
+    LexicalReranker,
     cover_parts,
     downweight_boilerplate,
     fuse,
-    keyword_query,
     mmr,
-    named_source,
-    prefer_named_source,
     split_question,
-    title_words,
 )
-from rag_retriever.rerank import HeadingReranker, LexicalReranker, make_reranker
+from rag_common.vectors import Hit
+from rag_retriever.ranking import keyword_query, named_source, prefer_named_source, title_words
+from rag_retriever.rerank import make_reranker
 
 pytestmark = pytest.mark.unit
 
@@ -104,10 +105,11 @@ def test_lexical_reranker_lifts_the_section_whose_heading_names_the_question() -
     assert [h.payload["section"] for h in ranked] == ["Why use examples?", "Crafting effective examples", "Streaming"]
 
 
-def test_no_reranker_when_off() -> None:
-    assert make_reranker("off", 0.5, 0.3) is None
-    assert isinstance(make_reranker("lexical", 0.5, 0.3), LexicalReranker)
-    assert isinstance(make_reranker("heading", 0.5, 0.3), HeadingReranker)
+def test_no_reranker_when_off_and_the_measured_worse_ones_are_no_setting() -> None:
+    assert make_reranker("off") is None
+    for name in ("lexical", "heading", "learned"):
+        with pytest.raises(ValueError, match="off or cross-encoder"):
+            make_reranker(name)
 
 
 def test_heading_reranker_lifts_the_heading_the_question_covers_and_ignores_single_words() -> None:

@@ -12,8 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from rag_common.embedding import SECOND_DIM, SECOND_QUERY_PREFIX, ModelFolderError, SecondEmbedder
-from rag_retriever.app import Retriever
 from rag_retriever.ranking import weighted_dbsf
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.unit

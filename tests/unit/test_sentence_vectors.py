@@ -15,7 +15,7 @@ from rag_common.quotable import candidate_sentences, sentence_key
 from rag_common.sentence_vectors import pack, scores, unpack
 from rag_common.vectors import Hit
 from rag_generator.extractive import extractive_answer
-from rag_retriever.app import Retriever
+from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 
 pytestmark = pytest.mark.unit
