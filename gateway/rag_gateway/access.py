@@ -65,8 +65,19 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key", "").strip() or None
 
 
-async def admit(gateway: Gateway, presented: str | None) -> Principal:
-    """The caller behind a key, its rate-limit token spent: or 401, 429 (503 before start-up)."""
+async def admit(gateway: Gateway, presented: str | None, request: Request | None = None) -> Principal:
+    """The caller behind a key, its rate-limit token spent: or 401, 429 (503 before start-up).
+    A 401 or 429 is recorded in the audit log (with ``request``'s id and path)."""
+    try:
+        return await _admit(gateway, presented)
+    except ApiError as exc:
+        if exc.status in (401, 429) and gateway.audit is not None:
+            principal = exc.principal if isinstance(exc.principal, Principal) else None
+            await gateway.audit.refused(request, principal, exc.status, exc.message)
+        raise
+
+
+async def _admit(gateway: Gateway, presented: str | None) -> Principal:
     if not presented:
         raise _unauthorized("an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
     if gateway.keys is None:
@@ -86,6 +97,7 @@ async def admit(gateway: Gateway, presented: str | None) -> Principal:
                 "rate_limited",
                 f"rate limit of {principal.rate_limit_per_min} requests per minute reached; retry in {wait_s}s",
                 headers={"Retry-After": str(wait_s)},
+                principal=principal,
             )
     return principal
 
@@ -105,7 +117,7 @@ async def authenticate(
     admitted = getattr(request.state, "principal", None)  # by AuthenticateBeforeBody
     if isinstance(admitted, Principal):
         return admitted
-    principal = await admit(gateway, presented_key(request.headers))
+    principal = await admit(gateway, presented_key(request.headers), request)
     request.state.principal = principal
     return principal
 
@@ -132,7 +144,7 @@ class AuthenticateBeforeBody:
         ):
             request = Request(scope)
             try:
-                request.state.principal = await admit(self.gateway, presented_key(request.headers))
+                request.state.principal = await admit(self.gateway, presented_key(request.headers), request)
             except ApiError as exc:
                 response = error_response(request, exc.status, exc.code, exc.message)
                 response.headers.update(exc.headers or {})
@@ -157,6 +169,24 @@ async def require_admin(principal: Authenticated) -> Principal:
 
 
 AdminPrincipal = Annotated[Principal, Depends(require_admin)]
+
+
+async def record_forbidden(request: Request, exc: ApiError) -> None:
+    """The audit log's line for a 403 (the error handler calls this for every one)."""
+    gateway: Gateway = request.app.state.gateway
+    if gateway.audit is not None:
+        principal = getattr(request.state, "principal", None)
+        await gateway.audit.refused(request, principal if isinstance(principal, Principal) else None, 403, exc.message)
+
+
+async def refused_as_not_found(
+    gateway: Gateway, request: Request, principal: Principal, target: str, collection: str
+) -> None:
+    """Record a request answered 404 because the thing is not the caller's: the caller cannot
+    tell it from a missing one, the audit log can."""
+    if gateway.audit is not None:
+        reason = f"no read right on collection {collection!r}: answered as not found"
+        await gateway.audit.refused(request, principal, 404, reason, collection=collection, target=target)
 
 
 async def readable_collections(gateway: Gateway, principal: Principal) -> list[str]:

@@ -19,8 +19,10 @@ from rag_common import subjects
 from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.texts import check_collections_file
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import (
     open_assessments_bucket,
@@ -30,10 +32,11 @@ from rag_common.transport.buckets import (
 )
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
-from rag_gateway.access import AuthenticateBeforeBody
+from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
 from rag_gateway.answers import AnswerHub
-from rag_gateway.api import assessments, collections, documents, health, keys, openai, query, sessions
+from rag_gateway.api import assessments, audit, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
+from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
 from rag_gateway.headers import DOCS_ASSETS, install_browser_protection
@@ -136,6 +139,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        check_collections_file(settings.collections_file)  # profiles are served from it
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
         gateway.objects, gateway.status = objects, StatusStore(kv, await open_document_index(broker, settings))
@@ -143,6 +147,10 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)
         gateway.assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
+        js = broker.connection.jetstream()
+        await ensure_audit_stream(js, settings)
+        gateway.audit = AuditLog(js, settings)
+        gateway.profiles = ProfileBook(settings.collections_file, await open_profiles_bucket(broker, settings))
         log_auth_state(settings)
         await broker.start()
         watcher = asyncio.create_task(monitor(gateway, stats))
@@ -164,7 +172,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         lifespan=lifespan,
     )
     app.state.gateway = gateway
-    install_error_handlers(app)
+    install_error_handlers(app, on_forbidden=record_forbidden)
     app.include_router(health.router)
     app.include_router(documents.router)
     app.include_router(query.router)
@@ -172,6 +180,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.include_router(collections.router)
     app.include_router(assessments.router)
     app.include_router(keys.router)
+    app.include_router(audit.router)
     app.include_router(openai.router)
     install_web(app)
     install_openapi(app)

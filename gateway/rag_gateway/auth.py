@@ -8,6 +8,8 @@ constant-time.
 
 A key is scoped to collections, each with ``read`` and/or ``write`` rights; ``"*"`` stands for
 every collection. The admin key (from the environment) may do everything, including managing keys.
+A key may name a tenant: keys of one tenant share their conversations (sessions); a key without
+one owns its sessions alone (``Principal.owner``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from rag_common.names import COLLECTION_RULE, valid_collection
 KEY_PREFIX = "rag_"
 KEY_ID_HEX = 16
 ALL_COLLECTIONS = "*"
+ADMIN_NAME = "admin"
+# A key's name is shown in listings, logs and the audit log: one line of plain text, no markup.
+KEY_NAME_RE = re.compile(r"[\w .,:;@/()+#-]{1,64}")
+KEY_NAME_RULE = "1-64 letters, digits, spaces or . , : ; @ / ( ) + # - _ (one line, no markup such as < > & \" ' `)"
 _KEY_RE = re.compile(rf"{KEY_PREFIX}(?P<id>[0-9a-f]{{{KEY_ID_HEX}}})_(?P<secret>[A-Za-z0-9_-]{{43}})")
 
 
@@ -71,6 +77,7 @@ class KeyRecord(BaseModel):
     key_hash: str
     collections: dict[str, list[Right]]
     rate_limit_per_min: int | None = None  # None: the gateway's default
+    tenant: str | None = None  # None: the key is its own tenant
     created_at: float = Field(default_factory=time.time)
 
     def public(self) -> dict[str, object]:
@@ -90,6 +97,23 @@ class KeyCreate(BaseModel):
     rate_limit_per_min: int | None = Field(
         None, ge=1, le=100_000, description="requests per minute (default: the gateway setting)"
     )
+    tenant: str | None = Field(
+        None, description=f"keys of one tenant share conversations ({COLLECTION_RULE}); default: the key alone"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if KEY_NAME_RE.fullmatch(value) is None or value != value.strip():
+            raise ValueError(f"name must be {KEY_NAME_RULE}, without leading or trailing spaces")
+        return value
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant(cls, value: str | None) -> str | None:
+        if value is not None and not valid_collection(value):
+            raise ValueError(f"tenant must be {COLLECTION_RULE}")
+        return value
 
     @field_validator("collections")
     @classmethod
@@ -115,6 +139,7 @@ class Principal:
     admin: bool = False
     scopes: dict[str, frozenset[Right]] = field(default_factory=dict)
     rate_limit_per_min: int | None = None  # None: not limited
+    tenant: str | None = None
 
     @classmethod
     def for_key(cls, record: KeyRecord, default_rate_limit: int | None) -> Principal:
@@ -123,7 +148,23 @@ class Principal:
             key_id=record.id,
             scopes={c: frozenset(r) for c, r in record.collections.items()},
             rate_limit_per_min=record.rate_limit_per_min or default_rate_limit,
+            tenant=record.tenant,
         )
+
+    @property
+    def owner(self) -> str:
+        """Who owns the sessions this caller starts: its tenant, else its key, else the admin (or
+        everyone, with authentication off). Letters, digits and '-' only (a bucket key's part)."""
+        if self.tenant is not None:
+            return f"tenant-{self.tenant}"
+        if self.key_id is not None:
+            return f"key-{self.key_id}"
+        return "admin" if self.name == ADMIN_NAME else "local"
+
+    @property
+    def actor(self) -> str:
+        """How the audit log names this caller: its key id, ``admin`` or ``local``."""
+        return self.key_id or ("admin" if self.name == ADMIN_NAME else "local")
 
     def rights(self, collection: str) -> frozenset[Right]:
         if self.admin:
@@ -145,5 +186,5 @@ class Principal:
         return sorted(c for c in {*existing, *named} if self.can(c, Right.READ))
 
 
-ADMIN = Principal(name="admin", admin=True)
+ADMIN = Principal(name=ADMIN_NAME, admin=True)
 LOCAL = Principal(name="local (authentication off)", admin=True)

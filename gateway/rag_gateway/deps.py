@@ -13,9 +13,11 @@ from rag_common import subjects
 from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
+from rag_common.profiles import ProfileBook
 from rag_common.sessions import SessionStore
 from rag_common.telemetry import ServiceTelemetry
 from rag_gateway.answers import AnswerHub
+from rag_gateway.audit import AuditLog
 from rag_gateway.keystore import KeyStore
 from rag_gateway.ratelimit import RateLimiter
 from rag_gateway.settings import GatewaySettings
@@ -89,6 +91,8 @@ class Gateway:
     keys: KeyStore | None = None
     assessments: AssessmentStore | None = None
     assessment_metrics: AssessmentMetrics | None = None
+    profiles: ProfileBook | None = None
+    audit: AuditLog | None = None  # set once the stream is declared
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

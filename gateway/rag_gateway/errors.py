@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -66,11 +67,21 @@ class ApiError(Exception):
     """An error the client should see as-is."""
 
     def __init__(
-        self, status: int, code: str, message: str, headers: dict[str, str] | None = None, param: str | None = None
+        self,
+        status: int,
+        code: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        param: str | None = None,
+        principal: object = None,
     ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.headers = status, code, message, headers
         self.param = param  # the request field at fault (shown in the OpenAI error shape)
+        self.principal = principal  # who was refused, when known (for the audit log; never shown)
+
+
+OnError = Callable[[Request, ApiError], Awaitable[None]]
 
 
 def request_id(request: Request) -> str:
@@ -228,9 +239,13 @@ def _problem(error: Any) -> tuple[str, str | None]:
     return f"{field or 'body'}: {_plain(error['msg'])}", field
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, on_forbidden: OnError | None = None) -> None:
+    """The API's error shape for every error; ``on_forbidden`` sees each 403 first (the audit log)."""
+
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if exc.status == 403 and on_forbidden is not None:
+            await on_forbidden(request, exc)
         response = error_response(request, exc.status, exc.code, exc.message, param=exc.param)
         response.headers.update(exc.headers or {})
         return response

@@ -39,6 +39,7 @@ class KeyStore:
             key_hash=hash_key(key),
             collections=spec.collections,
             rate_limit_per_min=spec.rate_limit_per_min,
+            tenant=spec.tenant,
         )
         await self.kv.create(key_id, record.model_dump_json().encode())
         return record, key

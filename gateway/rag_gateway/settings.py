@@ -62,6 +62,12 @@ class GatewaySettings(ServiceSettings):
     )
     admin_key: SecretStr | None = Field(None, description="the admin API key (required when auth is on)")
     rate_limit_per_min: int = Field(600, ge=1, description="requests per minute per key unless the key sets its own")
+    audit_max_age_s: float = Field(
+        90 * 86400.0, gt=0, description="audit events older than this are dropped from the RAG_AUDIT stream"
+    )
+    audit_max_bytes: int = Field(
+        256 * 1024 * 1024, ge=1024 * 1024, description="the RAG_AUDIT stream's size cap (oldest events go first)"
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="comma-separated browser origins allowed to call the API; empty = none"
     )

@@ -369,3 +369,11 @@ async def test_markdown_answers_render_as_lists_code_and_tables_without_raw_html
     await expect(page.locator(".turn").last.locator("[data-flag]")).to_have_text(
         ["Part of this answer is weakly supported: “Pick API keys.”"]
     )
+
+
+async def test_the_page_shows_the_collections_assistant_name(page: Page, system: System) -> None:
+    async with httpx.AsyncClient(base_url=system.base_url) as client:
+        put = await client.put("/v1/collections/named-page/profile", json={"assistant_name": "Orbitly Help"})
+        assert put.status_code == 200, put.text
+    await page.goto(f"{system.base_url}/?collection=named-page")
+    await expect(page.locator("#assistant-name")).to_have_text("Orbitly Help")

@@ -145,3 +145,21 @@ async def test_a_gateway_that_is_down_is_named_as_such(page: Page, partner_site:
     await panel.get_by_label("Your question").fill("Anyone there?")
     await panel.get_by_label("Your question").press("Enter")
     await expect(panel.get_by_role("alert")).to_contain_text("cannot be reached: check that it is running")
+
+
+async def test_the_widget_is_titled_with_the_collections_assistant_name(
+    page: Page, system: System, partner_site: str
+) -> None:
+    async with httpx.AsyncClient(base_url=system.base_url) as client:
+        put = await client.put("/v1/collections/named-widget/profile", json={"assistant_name": "Kestrel Rota Help"})
+        assert put.status_code == 200, put.text
+    await page.goto(partner_site)
+    # A second widget, as a site would embed it without a title of its own.
+    await page.evaluate(
+        "const chat = document.createElement('rag-chat'); chat.id = 'named';"
+        "chat.setAttribute('collection', 'named-widget'); document.body.append(chat);"
+    )
+    widget = page.locator("rag-chat#named")
+    await widget.locator("button[aria-controls]").click()
+    await expect(widget.get_by_role("dialog", name="Kestrel Rota Help")).to_be_visible()
+    await expect(widget.get_by_role("heading", name="Kestrel Rota Help")).to_be_visible()

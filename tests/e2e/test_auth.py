@@ -22,6 +22,7 @@ import openai
 import pytest
 
 from rag_client.cli import main as rag_main
+from rag_common.documents import document_id_for
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import parse_sse, upload, wait_for_status
@@ -129,6 +130,10 @@ PROTECTED: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/keys", {}),
     ("POST", "/v1/keys", {"json": {"name": "x", "collections": {"alpha": ["read"]}}}),
     ("DELETE", "/v1/keys/0123456789abcdef", {}),
+    ("GET", "/v1/audit", {}),
+    ("GET", "/v1/collections/alpha/profile", {}),
+    ("PUT", "/v1/collections/alpha/profile", {"json": {"assistant_name": "Alpha Help"}}),
+    ("DELETE", "/v1/collections/alpha/profile", {}),
     ("GET", "/v1/models", {}),
     ("GET", "/v1/models/alpha", {}),
     ("POST", "/v1/chat/completions", {"json": {"model": "alpha", "messages": [{"role": "user", "content": "code?"}]}}),
@@ -201,8 +206,8 @@ async def test_read_only_key_reads_its_collection_and_nothing_else(auth_system: 
         assert_error(await http.delete(f"/v1/documents/{auth_system.alpha_doc}"), 403, "forbidden")
 
         assert (await http.get(f"/v1/documents/{auth_system.alpha_doc}")).json()["status"] == "indexed"
-        assert_error(await http.get(f"/v1/documents/{auth_system.beta_doc}"), 403, "forbidden")
-        assert_error(await http.delete(f"/v1/documents/{auth_system.beta_doc}"), 403, "forbidden")
+        assert_error(await http.get(f"/v1/documents/{auth_system.beta_doc}"), 404, "document_not_found")
+        assert_error(await http.delete(f"/v1/documents/{auth_system.beta_doc}"), 404, "document_not_found")
 
         listed = (await http.get("/v1/documents")).json()["documents"]
         assert {d["collection"] for d in listed} == {"alpha"} and {d["source"] for d in listed} == {"alpha.md"}
@@ -255,8 +260,8 @@ async def test_sessions_are_scoped_by_their_collection(auth_system: AuthSystem) 
         assert own.status_code == 200
         session = await http.get("/v1/sessions/alpha-s1")
         assert session.status_code == 200 and session.json()["collection"] == "alpha"
-        assert_error(await http.get("/v1/sessions/beta-s1"), 403, "forbidden")
-        assert_error(await http.delete("/v1/sessions/beta-s1"), 403, "forbidden")
+        assert_error(await http.get("/v1/sessions/beta-s1"), 404, "not_found")
+        assert_error(await http.delete("/v1/sessions/beta-s1"), 404, "not_found")
         assert (await http.delete("/v1/sessions/alpha-s1")).status_code == 204
     async with auth_system.client(ADMIN_KEY) as admin:
         assert (await admin.get("/v1/sessions/beta-s1")).status_code == 200
@@ -414,3 +419,150 @@ async def test_rag_eval_sends_the_api_key_it_is_given(
     out = capsys.readouterr()
     assert code == 0, out.out + out.err
     assert "keyed: 1 questions" in out.out
+
+
+# --- tenancy: "not yours" looks like "not there", sessions belong to their owner, the audit log ---
+
+
+def same_error(first: httpx.Response, second: httpx.Response, *ids: str) -> None:
+    """Two error answers a caller cannot tell apart: same status, code and message (ids aside)."""
+
+    def shape(response: httpx.Response) -> tuple[int, str, str]:
+        error = response.json()["error"]
+        message = error["message"]
+        for value in ids:
+            message = message.replace(value, "<id>")
+        return response.status_code, error["code"], message
+
+    assert shape(first) == shape(second), (first.text, second.text)
+    assert set(first.json()["error"]) == set(second.json()["error"])
+
+
+async def test_a_guessed_document_of_another_tenant_is_not_found_like_a_missing_one(auth_system: AuthSystem) -> None:
+    guessed, missing = document_id_for("beta", "beta.md"), document_id_for("beta", "no-such-file.md")
+    assert guessed == auth_system.beta_doc  # ids come from collection and name: anyone can compute them
+    key = (await create_key(auth_system, {"alpha": ["read", "write"]}))["key"]
+    async with auth_system.client(key) as http:
+        for method in ("GET", "DELETE"):
+            existing = await http.request(method, f"/v1/documents/{guessed}")
+            absent = await http.request(method, f"/v1/documents/{missing}")
+            assert_error(existing, 404, "document_not_found")
+            same_error(existing, absent, guessed, missing)
+    async with auth_system.client(ADMIN_KEY) as admin:
+        assert (await admin.get(f"/v1/documents/{guessed}")).json()["status"] == "indexed"
+
+
+async def test_a_session_id_used_by_another_tenant_starts_a_new_conversation(auth_system: AuthSystem) -> None:
+    async with auth_system.client(ADMIN_KEY) as admin:
+        asked = await admin.post("/v1/query", json=question("beta vault combination?", "beta", session_id="taken-s1"))
+        assert asked.status_code == 200, asked.text
+    key = (await create_key(auth_system, {"alpha": ["read"]}))["key"]
+    async with auth_system.client(key) as http:
+        # The id is taken in beta by someone else: this key cannot tell, it simply converses.
+        own = await http.post("/v1/query", json=question("alpha door code?", "alpha", session_id="taken-s1"))
+        assert own.status_code == 200, own.text
+        mine = (await http.get("/v1/sessions/taken-s1")).json()
+        assert mine["collection"] == "alpha" and len(mine["turns"]) == 1
+    async with auth_system.client(ADMIN_KEY) as admin:
+        theirs = (await admin.get("/v1/sessions/taken-s1")).json()
+        assert theirs["collection"] == "beta" and len(theirs["turns"]) == 1
+
+
+async def test_a_session_belongs_to_the_key_or_tenant_that_started_it(auth_system: AuthSystem) -> None:
+    owner = (await create_key(auth_system, {"alpha": ["read"]}))["key"]
+    reads_everything = (await create_key(auth_system, {"*": ["read", "write"]}))["key"]
+    async with auth_system.client(owner) as http:
+        asked = await http.post("/v1/query", json=question("alpha door code?", "alpha", session_id="owned-s1"))
+        assert asked.status_code == 200, asked.text
+    async with auth_system.client(reads_everything) as other:
+        read = await other.get("/v1/sessions/owned-s1")
+        assert_error(read, 404, "not_found")
+        same_error(read, await other.get("/v1/sessions/never-s1"), "owned-s1", "never-s1")
+        assert_error(await other.delete("/v1/sessions/owned-s1"), 404, "not_found")
+        extended = await other.post("/v1/query", json=question("And who opens it?", "alpha", session_id="owned-s1"))
+        assert extended.status_code == 200, extended.text
+    async with auth_system.client(owner) as http:
+        session = (await http.get("/v1/sessions/owned-s1")).json()
+        assert [t["question"] for t in session["turns"]] == ["alpha door code?"]  # not read, extended or deleted
+
+    first = (await create_key(auth_system, {"alpha": ["read"]}, tenant="acme"))["key"]
+    second = (await create_key(auth_system, {"alpha": ["read"]}, tenant="acme"))["key"]
+    async with auth_system.client(first) as http:
+        asked = await http.post("/v1/query", json=question("alpha door code?", "alpha", session_id="acme-s1"))
+        assert asked.status_code == 200, asked.text
+    async with auth_system.client(second) as http:  # keys of one tenant share its conversations
+        assert len((await http.get("/v1/sessions/acme-s1")).json()["turns"]) == 1
+
+
+async def test_key_names_with_line_breaks_or_markup_are_refused(auth_system: AuthSystem) -> None:
+    async with auth_system.client(ADMIN_KEY) as admin:
+        for name in ("ops\nadmin", "ci\r\nX-Injected: 1", "<script>alert(1)</script>", 'bot" onload="x', " padded"):
+            response = await admin.post("/v1/keys", json={"name": name, "collections": {"alpha": ["read"]}})
+            assert_error(response, 422, "invalid_request")
+            assert "name must be 1-64 letters, digits, spaces" in response.json()["error"]["message"]
+        ok = await admin.post("/v1/keys", json={"name": "CI bot (prod) #2", "collections": {"alpha": ["read"]}})
+        assert ok.status_code == 201, ok.text
+        bad_tenant = await admin.post(
+            "/v1/keys", json={"name": "x", "collections": {"alpha": ["read"]}, "tenant": "A B"}
+        )
+        assert_error(bad_tenant, 422, "invalid_request")
+
+
+async def test_the_audit_log_records_keys_documents_and_refused_requests(auth_system: AuthSystem) -> None:
+    async with auth_system.client(ADMIN_KEY) as admin:
+        start = (await admin.get("/v1/audit", params={"limit": 1000})).json()["next"]
+        created = (
+            await admin.post("/v1/keys", json={"name": "audited bot", "collections": {"alpha": ["read", "write"]}})
+        ).json()
+    writer = created["key"]
+    async with auth_system.client(writer) as http:
+        accepted = await upload(http, "audited.md", b"# Audited\n\nThe audited pond holds three koi.\n", "alpha")
+        assert accepted.status_code == 202, accepted.text
+        document_id = accepted.json()["document_id"]
+        assert (await wait_for_status(http, document_id))["status"] == "indexed"
+        assert (await http.delete(f"/v1/documents/{document_id}")).status_code == 202
+        assert_error(await http.post("/v1/query", json=question("vault?", "beta")), 403, "forbidden")
+        assert_error(await http.get(f"/v1/documents/{auth_system.beta_doc}"), 404, "document_not_found")
+        assert_error(await http.get("/v1/audit"), 403, "forbidden")  # only admin keys read it
+    async with auth_system.client("rag_0123456789abcdef_" + "C" * 43) as stranger:
+        assert_error(await stranger.get("/v1/collections"), 401, "unauthorized")
+    async with auth_system.client(ADMIN_KEY) as admin:
+        assert (await admin.delete(f"/v1/keys/{created['id']}")).status_code == 204
+        body = (await admin.get("/v1/audit", params={"after": start, "limit": 1000})).json()
+        by_writer = (await admin.get("/v1/audit", params={"after": start, "actor": created["id"]})).json()["events"]
+        refusals = (await admin.get("/v1/audit", params={"after": start, "action": "request_refused"})).json()["events"]
+
+    events = body["events"]
+    assert body["next"] == events[-1]["seq"] and [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    made = next(e for e in events if e["action"] == "key_created" and e["target"] == created["id"])
+    assert made["actor"] == "admin" and made["details"]["name"] == "audited bot"
+    assert made["details"]["scope:alpha"] == "read,write"
+    revoked = next(e for e in events if e["action"] == "key_revoked")
+    assert revoked["target"] == created["id"] and revoked["actor"] == "admin"
+    actions = [(e["action"], e.get("status")) for e in by_writer]
+    assert actions == [
+        ("document_uploaded", None),
+        ("document_deleted", None),
+        ("request_refused", 403),
+        ("request_refused", 404),
+        ("request_refused", 403),
+    ], actions
+    assert all(e["actor_name"] == "audited bot" for e in by_writer)
+    uploaded = by_writer[0]
+    assert uploaded["collection"] == "alpha" and uploaded["target"] == document_id
+    assert uploaded["details"]["source"] == "audited.md" and uploaded["request_id"] == accepted.json()["request_id"]
+    assert by_writer[3]["target"] == auth_system.beta_doc and by_writer[3]["collection"] == "beta"
+    anonymous = [e for e in refusals if e["actor"] == "anonymous"]
+    assert anonymous and anonymous[-1]["status"] == 401 and anonymous[-1]["path"] == "/v1/collections"
+    assert all(e["action"] == "request_refused" for e in refusals)
+    assert writer not in json.dumps(body) and ADMIN_KEY not in json.dumps(body)  # never a key
+
+
+async def test_a_rate_limited_request_is_in_the_audit_log(auth_system: AuthSystem) -> None:
+    created = await create_key(auth_system, {"alpha": ["read"]}, rate_limit_per_min=1)
+    async with auth_system.client(created["key"]) as http:
+        assert (await http.get("/v1/collections")).status_code == 200
+        assert_error(await http.get("/v1/collections"), 429, "rate_limited")
+    async with auth_system.client(ADMIN_KEY) as admin:
+        events = (await admin.get("/v1/audit", params={"actor": created["id"], "action": "request_refused"})).json()
+    assert [(e["status"], e["path"]) for e in events["events"]] == [(429, "/v1/collections")]

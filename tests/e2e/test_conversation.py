@@ -91,6 +91,7 @@ async def test_a_failing_flag_is_logged_traced_and_explained(
         "ungrounded",
         "low_confidence",
         "injection_suspected",
+        "terminology",
         "model_answer_rejected",
     }
 

@@ -161,4 +161,4 @@ async def test_a_prompt_echoing_model_leaks_nothing_and_the_documents_answer(
     assert final["flags"]["model_answer_rejected"] is True
 
     assert registry.get_sample_value("rag_llm_answers_rejected_total", {"model": "openai/echo", "check": "output"}) == 2
-    assert blocked.json()["answer"] == "I only answer questions about Orbitly. For help, contact help@orbitly.example."
+    assert blocked.json()["answer"] == "I only answer questions about Orbitly. Contact: help@orbitly.example."

@@ -45,6 +45,7 @@ def test_every_subject_is_there_with_its_typed_message() -> None:
         subjects.answer_subject("{gateway_id}", "{request_id}", "final"),
         subjects.answer_subject("{gateway_id}", "{request_id}", "error"),
         subjects.dlq_subject("{area}", "{stage}"),
+        subjects.audit_subject("{action}", "{actor}"),
         subjects.ping_subject("{service}"),
     }
     assert expected == addresses

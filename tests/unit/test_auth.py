@@ -308,7 +308,7 @@ class MemoryKeys:
 
 def gateway_with(keys: MemoryKeys, rate_limit: int = 600) -> SimpleNamespace:
     settings = GatewaySettings(auth="on", admin_key=ADMIN_KEY, rate_limit_per_min=rate_limit)
-    return SimpleNamespace(settings=settings, keys=keys, limiter=RateLimiter(Clock()))
+    return SimpleNamespace(settings=settings, keys=keys, limiter=RateLimiter(Clock()), audit=None)
 
 
 def stored(collections: dict[str, list[Right]], rate: int | None = None) -> tuple[KeyRecord, str]:
@@ -381,3 +381,28 @@ def test_require_names_the_right_and_collection() -> None:
         require(principal({"a": [Right.READ]}), "a", Right.WRITE)
     assert error.value.status == 403 and "write" in error.value.message and "'a'" in error.value.message
     require(principal({"a": [Right.READ]}), "a", Right.READ)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ops\nadmin", "tab\there", "<b>bold</b>", "a & b", 'say "hi"', "it's", "`cmd`", " lead", "trail "],
+)
+def test_a_key_name_with_a_line_break_or_markup_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="name must be 1-64 letters, digits, spaces"):
+        KeyCreate(name=name, collections={"docs": [Right.READ]})
+
+
+def test_plain_key_names_and_tenants_are_accepted() -> None:
+    for name in ("support-bot", "CI bot (prod) #2", "ops@example.com", "Zoë's"[:3], "billing: nightly/7"):
+        assert KeyCreate(name=name, collections={"docs": [Right.READ]}).name == name
+    assert KeyCreate(name="x", collections={"docs": [Right.READ]}, tenant="acme-1").tenant == "acme-1"
+    with pytest.raises(ValidationError, match="tenant must be"):
+        KeyCreate(name="x", collections={"docs": [Right.READ]}, tenant="Acme Corp")
+
+
+def test_a_sessions_owner_is_the_tenant_then_the_key() -> None:
+    record, _ = stored({"docs": [Right.READ]})
+    assert Principal.for_key(record, None).owner == f"key-{record.id}"
+    shared = record.model_copy(update={"tenant": "acme"})
+    assert Principal.for_key(shared, None).owner == "tenant-acme"
+    assert ADMIN.owner == "admin" and ADMIN.actor == "admin"

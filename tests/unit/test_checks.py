@@ -14,6 +14,7 @@ from rag_evaluator.checks import (
     FLAG_NAMES,
     citation_numbers,
     evaluate,
+    rival_terms,
 )
 
 pytestmark = pytest.mark.unit
@@ -422,3 +423,24 @@ def test_a_rejected_model_answer_is_flagged_with_its_reason_and_is_informational
     assert result.flags["model_answer_rejected"] and not result.flags["injection_suspected"]
     assert detail(result, "model_answer_rejected") == "it repeated its instructions"
     assert not result.flagged and "model_answer_rejected" not in FAILING_FLAGS
+
+
+TERMS = {"workspace": ["organisation", "org"], "sign in": ["log in", "login"]}
+SSO_GUIDE = passage(1, "guide.md", "Invite them to your org, then they log in with SSO.")
+
+
+def test_a_rival_term_raises_terminology_naming_the_preferred_one() -> None:
+    answer = "Invite them to your Org, then they Log  in with SSO [1]."
+    result = evaluate(answer, [SSO_GUIDE], refused=False, terminology=TERMS)
+    assert result.flags["terminology"] is True and result.flagged is True
+    assert result.details["terminology"] == [
+        {"rival": "org", "preferred": "workspace", "found": "Org"},
+        {"rival": "log in", "preferred": "sign in", "found": "Log  in"},
+    ]
+
+
+def test_terminology_matches_whole_words_only() -> None:
+    answer = "The organisational chart lists every blogin author and each organ donor [1]."
+    assert rival_terms(answer, TERMS) == []
+    assert evaluate(answer, [SSO_GUIDE], refused=False, terminology=TERMS).flags["terminology"] is False
+    assert evaluate("Ask your org admin [1].", [SSO_GUIDE], refused=False).flags["terminology"] is False

@@ -23,9 +23,10 @@ from rag_common.documents import (
 )
 from rag_common.formats import SUPPORTED_EXTENSIONS
 from rag_common.http_api import DocumentAccepted, DocumentList
-from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
+from rag_common.messages import AuditEvent, DeleteRequested, DocumentStatus, IngestRequested
 from rag_common.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
-from rag_gateway.access import Authenticated, authenticate, require
+from rag_gateway.access import Authenticated, authenticate, refused_as_not_found, require
+from rag_gateway.audit import where, who
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
@@ -49,6 +50,27 @@ def check_document_id(document_id: str) -> str:
         shown = document_id if len(document_id) <= 80 else document_id[:80] + "..."
         raise ApiError(404, "document_not_found", f"no document {shown!r}: document ids are {DOCUMENT_ID_RULE}")
     return document_id
+
+
+def document_not_found(document_id: str) -> ApiError:
+    """The one 404 of a document id: missing, deleted, or in a collection the caller may not read
+    (ids come from collection and file name, so they can be guessed; the answer must not tell)."""
+    return ApiError(404, "document_not_found", f"no document {document_id!r}")
+
+
+async def readable_record(
+    gateway: Gateway, request: Request, principal: Principal, document_id: str
+) -> tuple[StatusStore, DocumentStatus]:
+    """The document's status, when the caller may read its collection: else the same 404 as a missing one."""
+    check_document_id(document_id)
+    store = _status_store(gateway)
+    record = await store.get(document_id)
+    if record is None:
+        raise document_not_found(document_id)
+    if not principal.can(record.collection, Right.READ):
+        await refused_as_not_found(gateway, request, principal, document_id, record.collection)
+        raise document_not_found(document_id)
+    return store, record
 
 
 def _status_store(gateway: Gateway) -> StatusStore:
@@ -208,6 +230,23 @@ async def _upload(
             message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
     log.info("upload %s queued as %s/%s (client_request_id=%s)", rid, collection, source, client_request_id(request))
+    if gateway.audit is not None:
+        details = {
+            "source": source,
+            "size": str(len(data)),
+            "content_hash": version,
+            "unchanged": str(unchanged).lower(),
+        }
+        await gateway.audit.record(
+            AuditEvent(
+                action="document_uploaded",
+                collection=collection,
+                target=document_id,
+                details=details,
+                **who(principal),
+                **where(request),
+            )
+        )
     body = {
         "document_id": document_id,
         "status": "queued",
@@ -232,12 +271,10 @@ async def list_documents(
 
 
 @router.get("/{document_id}", responses=errors(404, 503))
-async def get_document(document_id: str, gateway: GatewayDep, principal: Authenticated) -> DocumentStatus:
-    check_document_id(document_id)
-    record = await _status_store(gateway).get(document_id)
-    if record is None:
-        raise ApiError(404, "document_not_found", f"no document {document_id!r}")
-    require(principal, record.collection, Right.READ)
+async def get_document(
+    document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
+) -> DocumentStatus:
+    _, record = await readable_record(gateway, request, principal, document_id)
     return record
 
 
@@ -251,22 +288,29 @@ async def get_document(document_id: str, gateway: GatewayDep, principal: Authent
 async def delete_document(
     document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
 ) -> DocumentAccepted:
-    check_document_id(document_id)
-    store = _status_store(gateway)
-    record = await store.get(document_id)
-    if record is None:
-        raise ApiError(404, "document_not_found", f"no document {document_id!r}")
-    require(principal, record.collection, Right.WRITE)
+    store, record = await readable_record(gateway, request, principal, document_id)
+    require(principal, record.collection, Right.WRITE)  # it may read it: a 403 tells it nothing new
     rid = request_id(request)
     try:
         marked = await store.start_delete(document_id, rid)
     except StatusConflict:
         raise ApiError(503, "busy", "too many concurrent changes of this document; try again") from None
     if marked is None:
-        raise ApiError(404, "document_not_found", f"no document {document_id!r}")
+        raise document_not_found(document_id)
     message = DeleteRequested(request_id=rid, document_id=document_id, collection=record.collection)
     async with undone_unless_queued(store, *marked):
         await gateway.broker.publish(
             message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
+        )
+    if gateway.audit is not None:
+        await gateway.audit.record(
+            AuditEvent(
+                action="document_deleted",
+                collection=record.collection,
+                target=document_id,
+                details={"source": record.source},
+                **who(principal),
+                **where(request),
+            )
         )
     return DocumentAccepted(document_id=document_id, status="deleting", request_id=rid)

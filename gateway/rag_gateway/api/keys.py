@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from rag_common.http_api import KeyCreated, KeyInfo, KeyList
-from rag_gateway.access import require_admin
+from rag_common.messages import AuditEvent
+from rag_gateway.access import AdminPrincipal, require_admin
+from rag_gateway.audit import where, who
 from rag_gateway.auth import KEY_ID_HEX, KeyCreate
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError
@@ -22,9 +24,15 @@ def _store(gateway: Gateway) -> KeyStore:
 
 
 @router.post("", status_code=201, response_model=KeyCreated, responses=errors(422, 503))
-async def create_key(spec: KeyCreate, gateway: GatewayDep) -> KeyCreated:
+async def create_key(spec: KeyCreate, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> KeyCreated:
     """Create a key scoped to collections; the response is the only time the key is shown."""
     record, key = await _store(gateway).create(spec)
+    if gateway.audit is not None:
+        details = {"name": record.name, **{f"scope:{c}": ",".join(r) for c, r in record.collections.items()}}
+        if record.tenant:
+            details["tenant"] = record.tenant
+        event = AuditEvent(action="key_created", target=record.id, details=details, **who(admin), **where(request))
+        await gateway.audit.record(event)
     return KeyCreated.model_validate({**record.public(), "key": key})
 
 
@@ -34,9 +42,16 @@ async def list_keys(gateway: GatewayDep) -> KeyList:
 
 
 @router.delete("/{key_id}", status_code=204, responses=errors(404, 503))
-async def delete_key(key_id: str, gateway: GatewayDep) -> Response:
+async def delete_key(key_id: str, request: Request, gateway: GatewayDep, admin: AdminPrincipal) -> Response:
     """Revoke a key: every gateway replica refuses it from the next request on."""
     valid = len(key_id) == KEY_ID_HEX and all(c in "0123456789abcdef" for c in key_id)
-    if not valid or not await _store(gateway).delete(key_id):
+    store = _store(gateway)
+    record = await store.get(key_id) if valid else None
+    if record is None or not await store.delete(key_id):
         raise ApiError(404, "not_found", f"no key {key_id!r}")
+    if gateway.audit is not None:
+        event = AuditEvent(
+            action="key_revoked", target=key_id, details={"name": record.name}, **who(admin), **where(request)
+        )
+        await gateway.audit.record(event)
     return Response(status_code=204)

@@ -196,7 +196,7 @@ async def chat_completions(
     started = time.perf_counter()
     rid = request_id(request)
     query, turns = await _prepared(body, gateway, principal)
-    pending = await submit(gateway, query, rid, history=turns, stream=body.stream)
+    pending = await submit(gateway, query, rid, history=turns, stream=body.stream, owner=principal.owner)
     if body.stream:
         stream = chunks(gateway, request, pending, rid, body.model, started)
         return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})

@@ -16,7 +16,7 @@ from rag_common import subjects
 from rag_common.http_api import Answer
 from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
 from rag_common.names import Collection, Filters
-from rag_common.sessions import SessionCollectionMismatch, valid_session_id
+from rag_common.sessions import SessionCollectionMismatch, scoped_id, valid_session_id
 from rag_common.telemetry import current_trace_id
 from rag_common.transport.publishing import JSON
 from rag_gateway.access import Authenticated, authenticate, require
@@ -66,17 +66,18 @@ async def readable_query(body: QueryIn, principal: Authenticated) -> QueryIn:
 ReadableQuery = Annotated[QueryIn, Depends(readable_query)]
 
 
-async def conversation(gateway: Gateway, body: QueryIn) -> list[Turn] | None:
-    """The session's earlier turns, checked to belong to the collection asked (before queuing)."""
+async def conversation(gateway: Gateway, body: QueryIn, owner: str) -> list[Turn] | None:
+    """The earlier turns of ``owner``'s session, checked to belong to the collection asked (before
+    queuing). Another owner's session of the same id is not seen: this starts a new one."""
     if body.session_id is None or gateway.sessions is None:
         return None
     try:
-        return await gateway.sessions.history(body.session_id, body.collection)
+        return await gateway.sessions.history(scoped_id(owner, body.session_id), body.collection)
     except SessionCollectionMismatch as exc:
         raise ApiError(409, "session_collection_mismatch", str(exc)) from None
 
 
-async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAnswered) -> None:
+async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAnswered, owner: str) -> None:
     """Record an answered turn of a conversation; a blocked injection attempt is not carried on."""
     if body.session_id is None or gateway.sessions is None:
         return
@@ -91,7 +92,7 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
         sources=list(dict.fromkeys(c.source for c in answered.citations)),
     )
     try:
-        await gateway.sessions.record(body.session_id, body.collection, rid, turn)
+        await gateway.sessions.record(scoped_id(owner, body.session_id), body.collection, rid, turn)
     except Exception as exc:  # the answer is already on its way; memory is best effort
         log.warning("could not record a turn of session %s: %s", body.session_id, exc)
 
@@ -104,15 +105,17 @@ async def submit(
     label: str | None = None,
     *,
     stream: bool,
+    owner: str,
 ) -> Pending:
     """Publish the question to the first stage; the answer will come back on our own subject.
 
     ``rid`` is always the server's own id: it names the answer subject and the message ids, so
     no client can make two questions share one. ``label`` (the client's id) only goes to the log.
     ``stream``: whether the caller relays token deltas (else the generator sends none).
+    ``owner``: whose session ``body.session_id`` names (``Principal.owner``).
     """
     if history is None:
-        history = await conversation(gateway, body)
+        history = await conversation(gateway, body, owner)
     pending = gateway.hub.open(rid)
     message = QueryRequested(
         query=Query(
@@ -219,13 +222,14 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
 
 
 @router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
-async def query(body: ReadableQuery, request: Request, gateway: GatewayDep) -> Response:
+async def query(body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated) -> Response:
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
-    pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False)
+    owner = principal.owner
+    pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False, owner=owner)
     answer = await final_answer(gateway, pending, rid)
-    await remember(gateway, body, rid, answer)
+    await remember(gateway, body, rid, answer, owner)
     # Encoded here, once: returned as a dict, FastAPI would validate the body against Answer again.
     encoded = answer_of(answer, started, gateway, request).model_dump_json()
     return Response(encoded, media_type="application/json")
@@ -249,12 +253,15 @@ def stream_error(status: int, code: str, message: str, rid: str, request: Reques
         },
     },
 )
-async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDep) -> AsyncIterator[ServerSentEvent]:
+async def query_stream(
+    body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated
+) -> AsyncIterator[ServerSentEvent]:
     """``token`` events as the generator produces text, then one ``done`` (the full answer) or ``error``."""
     started = time.perf_counter()
     rid = request_id(request)
+    owner = principal.owner
     try:
-        pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True)
+        pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True, owner=owner)
     except ApiError as exc:
         yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
         return
@@ -273,7 +280,7 @@ async def query_stream(body: ReadableQuery, request: Request, gateway: GatewayDe
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
-                await remember(gateway, body, rid, event)
+                await remember(gateway, body, rid, event, owner)
                 yield ServerSentEvent(event="done", data=answer_body(event, started, gateway, request))
                 return
     finally:

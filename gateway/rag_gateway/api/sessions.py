@@ -1,13 +1,18 @@
-"""Conversation memory as the client sees it: read or forget a session's turns."""
+"""Conversation memory as the client sees it: read or forget a session's turns.
+
+Only the owner of a session (``Principal.owner``: the key, or its tenant) finds it; for anyone
+else, and for a key of the tenant that cannot read the session's collection, it is the same 404
+as a session that never existed.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from rag_common.http_api import SessionView
-from rag_common.sessions import SessionStore, valid_session_id
-from rag_gateway.access import Authenticated, authenticate, require
-from rag_gateway.auth import Right
+from rag_common.sessions import Session, SessionStore, scoped_id, valid_session_id
+from rag_gateway.access import Authenticated, authenticate, refused_as_not_found
+from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError
 from rag_gateway.openapi import errors
@@ -23,26 +28,37 @@ def _checked(gateway: Gateway, session_id: str) -> SessionStore:
     return gateway.sessions
 
 
-@router.get("/{session_id}", response_model=SessionView, responses=errors(404, 422, 503))
-async def get_session(session_id: str, gateway: GatewayDep, principal: Authenticated) -> SessionView:
-    """The turns remembered for a conversation, oldest first (read right on its collection)."""
-    session = await _checked(gateway, session_id).get(session_id)
+def not_found(session_id: str) -> ApiError:
+    return ApiError(404, "not_found", f"no session {session_id!r} (never used, forgotten after its TTL, or not yours)")
+
+
+async def owned(
+    gateway: Gateway, request: Request, principal: Principal, session_id: str
+) -> tuple[SessionStore, Session]:
+    """The caller's own session, readable by it: else 404, whether it is missing or someone else's."""
+    store = _checked(gateway, session_id)
+    session = await store.get(scoped_id(principal.owner, session_id))
     if session is None:
-        raise ApiError(404, "not_found", f"no session {session_id!r} (never used, or forgotten after its TTL)")
-    require(principal, session.collection, Right.READ)
+        raise not_found(session_id)
+    if not principal.can(session.collection, Right.READ):
+        await refused_as_not_found(gateway, request, principal, session_id, session.collection)
+        raise not_found(session_id)
+    return store, session
+
+
+@router.get("/{session_id}", response_model=SessionView, responses=errors(404, 422, 503))
+async def get_session(session_id: str, request: Request, gateway: GatewayDep, principal: Authenticated) -> SessionView:
+    """The turns remembered for one of the caller's conversations, oldest first (read right on its collection)."""
+    _, session = await owned(gateway, request, principal, session_id)
     return SessionView(
         session_id=session_id, collection=session.collection, turns=session.turns, updated_at=session.updated_at
     )
 
 
 @router.delete("/{session_id}", status_code=204, responses=errors(404, 422, 503))
-async def delete_session(session_id: str, gateway: GatewayDep, principal: Authenticated) -> Response:
-    """Forget a conversation now (read right on its collection: whoever may converse may forget)."""
-    store = _checked(gateway, session_id)
-    session = await store.get(session_id)
-    if session is None:
-        raise ApiError(404, "not_found", f"no session {session_id!r}")
-    require(principal, session.collection, Right.READ)
-    if not await store.delete(session_id):
-        raise ApiError(404, "not_found", f"no session {session_id!r}")
+async def delete_session(session_id: str, request: Request, gateway: GatewayDep, principal: Authenticated) -> Response:
+    """Forget one of the caller's conversations now (read right on its collection: whoever may converse may forget)."""
+    store, _ = await owned(gateway, request, principal, session_id)
+    if not await store.delete(scoped_id(principal.owner, session_id)):
+        raise not_found(session_id)
     return Response(status_code=204)

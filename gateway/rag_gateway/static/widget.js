@@ -4,7 +4,8 @@
 //   <rag-chat collection="default"></rag-chat>
 //
 // Attributes: collection (default "default"), gateway (default: this script's origin), api-key (a
-// key with read rights, sent as a bearer token), title. The gateway must list the site's origin
+// key with read rights, sent as a bearer token), title (default: the collection's assistant name,
+// from its profile). The gateway must list the site's origin
 // in RAG_GATEWAY_CORS_ORIGINS. Select text on the page, then "Ask about the selection".
 "use strict";
 
@@ -135,10 +136,11 @@
         }
       });
       const title = this.getAttribute("title") || "Ask the documents";
+      const heading = el("h2", { text: title });
       this.panel = el(
         "section",
         { class: "panel", id: `${id}-panel`, hidden: true, role: "dialog", "aria-label": title },
-        el("header", {}, el("h2", { text: title }), el("button", { type: "button", class: "plain", text: "Close", "aria-label": "Close chat", onclick: () => this.toggle(false) })),
+        el("header", {}, heading, el("button", { type: "button", class: "plain", text: "Close", "aria-label": "Close chat", onclick: () => this.toggle(false) })),
         this.log,
         form,
       );
@@ -168,6 +170,18 @@
         this.askSelected.hidden = !this.selection;
       };
       document.addEventListener("selectionchange", this.onSelection);
+      if (!this.getAttribute("title")) this.showAssistantName(heading);
+    }
+
+    // The collection's assistant name (its profile) as the panel's title.
+    async showAssistantName(heading) {
+      const collection = encodeURIComponent(this.getAttribute("collection") || "default");
+      const key = this.getAttribute("api-key");
+      const headers = key ? { authorization: `Bearer ${key}` } : {};
+      const response = await fetch(`${this.gateway}/v1/collections/${collection}/profile`, { headers }).catch(() => null);
+      if (!response || !response.ok) return;
+      heading.textContent = (await response.json()).assistant_name;
+      this.panel.setAttribute("aria-label", heading.textContent);
     }
 
     disconnectedCallback() {

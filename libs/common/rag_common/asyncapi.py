@@ -27,6 +27,7 @@ from rag_common import subjects
 from rag_common.messages import (
     AnswerDelta,
     AnswerError,
+    AuditEvent,
     DeadLetter,
     DeleteRequested,
     IngestRequested,
@@ -172,6 +173,15 @@ CHANNELS: tuple[Channel, ...] = (
         subjects.DLQ_STREAM,
     ),
     Channel(
+        subjects.audit_subject("{action}", "{actor}"),
+        AuditEvent,
+        "gateway",
+        "operators",
+        "Append-only audit log: keys created and revoked, documents uploaded and deleted, profiles set, "
+        "requests refused (401, 403, 429, or 404 for what is not the caller's); read through GET /v1/audit.",
+        subjects.AUDIT_STREAM,
+    ),
+    Channel(
         subjects.ping_subject("{service}"),
         PingRequest,
         "gateway",
@@ -229,7 +239,8 @@ def specification() -> AsyncAPI:
             "Every NATS subject of the system and the message on it. Streams: "
             f"{subjects.INGEST_STREAM} ({subjects.INGEST_SUBJECTS}), {subjects.QUERY_STREAM} "
             f"({subjects.QUERY_SUBJECTS}), {subjects.ASSESSMENT_STREAM} ({subjects.ASSESSMENT_SUBJECTS}), "
-            f"{subjects.DLQ_STREAM} ({subjects.DLQ_SUBJECTS}); answers and pings "
+            f"{subjects.DLQ_STREAM} ({subjects.DLQ_SUBJECTS}), "
+            f"{subjects.AUDIT_STREAM} ({subjects.AUDIT_SUBJECTS}); answers and pings "
             "are core NATS. Every message has a versioned `type` and ignores unknown fields."
         ),
     )

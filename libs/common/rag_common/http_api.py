@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, AliasGenerator, AliasPath, BaseModel, ConfigDict, Field
 
-from rag_common.messages import DocumentState, DocumentStatus, Passage, QueryAnswered, Route, Turn, Usage
+from rag_common.messages import AuditEvent, DocumentState, DocumentStatus, Passage, QueryAnswered, Route, Turn, Usage
 
 # Where each field of the answer body is in the final message's parts (``QueryAnswered``); the
 # fields not listed (citations, route, timings_ms) have the same name there.
@@ -136,6 +136,7 @@ class KeyInfo(BaseModel):
     name: str
     collections: dict[str, list[KeyRight]] = Field(description='rights per collection ("*" = every collection)')
     rate_limit_per_min: int | None = Field(None, description="its own limit; null: the gateway's default")
+    tenant: str | None = Field(None, description="keys of one tenant share conversations; null: the key alone")
     created_at: float
 
 
@@ -163,3 +164,14 @@ class Readiness(BaseModel):
     services: dict[str, str] = Field(description="each service behind it, and the vector store")
     missing: list[str]
     degraded: list[str]
+
+
+class AuditRecord(AuditEvent):
+    """One audit event as ``GET /v1/audit`` lists it, with its place in the stream."""
+
+    seq: int = Field(description="the event's stream sequence: pass the last one as `after` for the next page")
+
+
+class AuditPage(BaseModel):
+    events: list[AuditRecord] = Field(description="oldest first")
+    next: int | None = Field(description="the sequence to pass as `after` for the next page (null: the log is empty)")

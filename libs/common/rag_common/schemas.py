@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from rag_common.messages import (
     AnswerDelta,
     AnswerError,
+    AuditEvent,
     ChunkPayload,
     DeadLetter,
     DeleteRequested,
@@ -39,8 +40,9 @@ from rag_common.messages.assessment import (
     AssessmentRetrieved,
     AssessmentState,
 )
+from rag_common.texts import CollectionTexts
 
-# Messages on NATS subjects, plus what is kept in a bucket (document status) or the vector store
+# Messages on NATS subjects, plus what is kept in a bucket (document status, collection profiles) or the vector store
 # (chunk payloads): every shape another process reads.
 WIRE_MODELS: tuple[type[BaseModel], ...] = (
     IngestRequested,
@@ -59,6 +61,8 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     AssessmentRetrieved,
     AssessmentDrafted,
     AssessmentState,
+    AuditEvent,
+    CollectionTexts,
 )
 DEFAULT_DIR = Path("docs/schemas")
 

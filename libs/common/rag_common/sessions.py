@@ -1,8 +1,11 @@
 """Conversation memory: the turns of each ``session_id`` in a JetStream key-value bucket.
 
 The bucket's TTL ends idle conversations; each record keeps at most ``max_turns`` turns, so a
-session never grows without bound. A session belongs to the collection it started in: asking
-with its id in another collection is an error, never a way to read someone else's turns.
+session never grows without bound. A session belongs to whoever started it (the gateway's
+``Principal.owner``: a tenant, a key or the admin): its record is kept under ``<owner>.<id>``
+(``scoped_id``), so the same id from another owner is simply another conversation, with nothing to
+read, extend, delete or even notice. Within one owner, a session belongs to the collection it
+started in: asking with its id in another collection is an error.
 Writes are compare-and-set on the key's revision, so two answers finishing at once both land.
 """
 
@@ -23,8 +26,18 @@ ANSWER_CHARS = 1500  # an earlier answer is context for rewriting, not a transcr
 _WRITE_ATTEMPTS = 5
 
 
+OWNER_RE = re.compile(r"[A-Za-z0-9-]{1,80}")
+
+
 def valid_session_id(session_id: str) -> bool:
     return SESSION_ID_RE.fullmatch(session_id) is not None
+
+
+def scoped_id(owner: str, session_id: str) -> str:
+    """The bucket key of ``owner``'s session ``session_id`` (the store's methods take this)."""
+    if OWNER_RE.fullmatch(owner) is None or not valid_session_id(session_id):
+        raise ValueError(f"not a session owner and id: {owner!r}, {session_id!r}")
+    return f"{owner}.{session_id}"
 
 
 class SessionCollectionMismatch(ValueError):

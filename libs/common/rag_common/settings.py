@@ -139,7 +139,7 @@ class ServiceSettings(BaseSettings):
     collections_file: Path | None = Field(
         None,
         validation_alias=_env("RAG_COLLECTIONS_FILE"),
-        description="JSON file of per-collection refusal and greeting texts (rag_common.texts)",
+        description="JSON file of per-collection profiles: name, texts, contact, terminology (rag_common.texts)",
     )
 
     @property

@@ -48,6 +48,17 @@ def dlq_subject(area: str, stage: str) -> str:
     return f"{PREFIX}.dlq.{area}.{stage}"
 
 
+# --- Audit log: append-only, written by the gateway, read by admins (GET /v1/audit) ------------
+AUDIT_STREAM = "RAG_AUDIT"
+AUDIT_SUBJECTS = f"{PREFIX}.audit.>"
+
+
+def audit_subject(action: str, actor: str) -> str:
+    """Where one audit event goes, e.g. ``rag.audit.request_refused.anonymous``: by action and by
+    actor, so a reader filters on either on the server."""
+    return f"{PREFIX}.audit.{action}.{actor}"
+
+
 # --- Answers back to the gateway: core NATS, keyed by gateway replica and request id -------------
 ANSWER_PREFIX = f"{PREFIX}.answer"
 
@@ -80,3 +91,4 @@ DOC_INDEX_BUCKET = "rag-doc-index"  # key-value: which documents each collection
 SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns per session id (TTL)
 ASSESSMENTS_BUCKET = "rag-assessments"  # key-value: assessment jobs (state, progress, result) by id
 API_KEYS_BUCKET = "rag-api-keys"  # key-value: gateway API keys by id (hashes only, never the key)
+PROFILES_BUCKET = "rag-profiles"  # key-value: collection profiles set through the API, by collection

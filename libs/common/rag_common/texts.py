@@ -20,13 +20,15 @@ import json
 from functools import cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_REFUSAL = "I don't have that in the documents."
 DEFAULT_GREETING = "Hello! Ask me anything about your documents and I will answer with citations."
 DEFAULT_THANKS = "You're welcome! Anything else I can look up in your documents?"
 DEFAULT_ASSISTANT_NAME = "Document assistant"
 DEFAULT_BLOCKED = "I can't help with that request; ask me about the documents instead."
+MAX_TERMS = 200
+MAX_TERM_CHARS = 80
 
 
 class CollectionTexts(BaseModel):
@@ -43,6 +45,22 @@ class CollectionTexts(BaseModel):
     blocked: str = Field(DEFAULT_BLOCKED, min_length=1, max_length=500)
     support_contact: str | None = Field(None, min_length=1, max_length=200)
     terminology: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("terminology")
+    @classmethod
+    def _terminology(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Terms are short phrases; a rival term is never the preferred one (it would flag every use)."""
+        if len(value) > MAX_TERMS:
+            raise ValueError(f"at most {MAX_TERMS} preferred terms")
+        for preferred, rivals in value.items():
+            for term in (preferred, *rivals):
+                if not term.strip() or len(term) > MAX_TERM_CHARS or any(c in term for c in "\r\n\t"):
+                    raise ValueError(f"term {term!r}: 1-{MAX_TERM_CHARS} characters on one line")
+            if not rivals:
+                raise ValueError(f"preferred term {preferred!r}: list at least one rival term")
+            if any(r.strip().casefold() == preferred.strip().casefold() for r in rivals):
+                raise ValueError(f"preferred term {preferred!r} is listed as its own rival")
+        return {p.strip(): [r.strip() for r in rivals] for p, rivals in value.items()}
 
 
 class CollectionTextsError(ValueError):
@@ -70,6 +88,18 @@ def collection_texts(path: Path | None, collection: str) -> CollectionTexts:
     return _load(path.resolve()).get(collection) or CollectionTexts()
 
 
+def with_contact(text: str, profile: CollectionTexts) -> str:
+    """``text`` with the profile's support contact appended (" Contact: <contact>."), so every
+    refusal and blocked reply says where to turn; unchanged when no contact is set or the text
+    already names it (a deployer who wrote the contact into the text is not repeated)."""
+    contact = profile.support_contact
+    if not contact or contact.casefold() in text.casefold():
+        return text
+    text = text.rstrip()
+    separator = " " if text.endswith((".", "!", "?", ":", ";")) else ". "
+    return f"{text}{separator}Contact: {contact.rstrip('.')}."
+
+
 def check_collections_file(path: Path | None) -> None:
     """Fail at start-up, not at the first question, when the file is unreadable or malformed."""
     if path is not None:
@@ -78,8 +108,5 @@ def check_collections_file(path: Path | None) -> None:
 
 def blocked_reply(texts: CollectionTexts) -> str:
     """The reply to a question refused as an attack: the collection's blocked text, and where to
-    get help when the profile names a support contact."""
-    contact = texts.support_contact
-    if contact is None or contact in texts.blocked:
-        return texts.blocked
-    return f"{texts.blocked} For help, contact {contact}."
+    get help when the profile names a support contact (``with_contact``, as every refusal)."""
+    return with_contact(texts.blocked, texts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from faststream import FastStream
@@ -16,7 +17,9 @@ from rag_common import subjects
 from rag_common.assessments import AssessmentStore
 from rag_common.embedding import get_embedder
 from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.texts import check_collections_file
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
@@ -29,8 +32,10 @@ from rag_evaluator.settings import EvaluatorSettings
 log = logging.getLogger("rag.evaluator")
 
 
-def assess(drafted: QueryDrafted) -> Evaluation:
-    """Flags for one answer. A canned greeting is not a document answer: it needs no citation."""
+def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | None = None) -> Evaluation:
+    """Flags for one answer. A canned greeting is not a document answer: it needs no citation.
+
+    ``terminology``: the collection profile's preferred term -> rival terms."""
     if drafted.route.tier == "greeting" and not drafted.suspicions:
         return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
     draft, retrieval = drafted.draft, drafted.retrieval
@@ -42,6 +47,7 @@ def assess(drafted: QueryDrafted) -> Evaluation:
         suspicions=drafted.suspicions,
         low_confidence=retrieval.low_confidence,
         refusal_reason=draft.refusal_reason,
+        terminology=terminology,
         preface=draft.preface,
         model_answer_rejected=draft.model_answer_rejected,
     )
@@ -86,10 +92,16 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
 
 
 def build_broker(
-    settings: EvaluatorSettings, telemetry: ServiceTelemetry, state: dict[str, Any] | None = None
+    settings: EvaluatorSettings,
+    telemetry: ServiceTelemetry,
+    state: dict[str, Any] | None = None,
+    profiles: ProfileBook | None = None,
 ) -> NatsBroker:
+    """``state``: the assessment store and embedder once started; ``profiles``: where collection
+    profiles (terminology) are read (default: the collections file)."""
     state = state if state is not None else {}
     broker = make_broker(settings, telemetry)
+    book = profiles or ProfileBook(settings.collections_file)
     flags_total = Counter(
         "rag_answer_flags_total", "Answers carrying each quality flag", ["flag"], registry=telemetry.registry
     )
@@ -99,7 +111,8 @@ def build_broker(
 
     async def on_drafted(drafted: QueryDrafted) -> None:
         with telemetry.stage("evaluator") as timer:
-            evaluation = assess(drafted)
+            profile = await book.lookup(drafted.query.collection)
+            evaluation = assess(drafted, profile.terminology)
             # On the message's own "process" span: no span of its own for a few milliseconds of checks.
             span = get_current_span()
             span.set_attribute("rag.flagged", evaluation.flagged)
@@ -129,9 +142,11 @@ def build_broker(
 def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("evaluator", settings=settings)
     state: dict[str, Any] = {}
-    broker = build_broker(settings, telemetry, state)
+    profiles = ProfileBook(settings.collections_file)
+    broker = build_broker(settings, telemetry, state, profiles)
 
     async def load() -> None:
+        check_collections_file(settings.collections_file)
         # MiniLM embeds assessment stems for the near-duplicate check (shared in the dev runner).
         # Without its folder the check compares the quoted sentences only, and says so.
         if not settings.resolved_model_dir.is_dir():
@@ -145,6 +160,7 @@ def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None =
         state["embed"] = embedder.embed_dense
 
     async def connected() -> None:
+        profiles.kv = await open_profiles_bucket(broker, settings)
         state["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
 
     return create_service(broker, settings, telemetry, load=load, connected=connected)

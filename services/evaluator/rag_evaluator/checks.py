@@ -24,6 +24,7 @@ FLAG_NAMES = (
     "ungrounded",
     "low_confidence",
     "injection_suspected",
+    "terminology",
     "model_answer_rejected",
 )
 # Informational: declining to answer from insufficient context is correct behaviour, and a model's
@@ -166,6 +167,28 @@ def weakest_support(answer: str, passages: Sequence[Passage]) -> Support | None:
     return min(supports, key=lambda s: s.value, default=None)
 
 
+# --- terminology -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _term_pattern(term: str) -> re.Pattern[str]:
+    """A whole-word, case-insensitive match of a term; its spaces match any run of whitespace."""
+    words = (re.escape(w) for w in term.split())
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+def rival_terms(answer: str, terminology: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """Each rival term the answer uses, with the preferred term the collection's profile names for
+    it: a deterministic lookup (no model), so a raised ``terminology`` flag is auditable."""
+    found = []
+    for preferred, rivals in terminology.items():
+        for rival in rivals:
+            match = _term_pattern(rival).search(answer)
+            if match:
+                found.append({"rival": rival, "preferred": preferred, "found": match.group(0)})
+    return found
+
+
 # --- all flags for one answer ------------------------------------------------------------------
 
 
@@ -179,6 +202,7 @@ def evaluate(
     suspicions: Sequence[str] = (),
     low_confidence: str | None = None,
     refusal_reason: str | None = None,
+    terminology: Mapping[str, Sequence[str]] | None = None,
     preface: str = "",
     model_answer_rejected: str | None = None,
 ) -> Evaluation:
@@ -193,6 +217,8 @@ def evaluate(
     found hold planted text; so does a stage's suspicion (`suspicions`). `low_confidence` is the
     retriever's reason when the passages only just passed the collection's threshold;
     `refusal_reason` the generator's or the router's reason for a refusal, the `refused` flag's detail.
+    `terminology` (the collection profile's preferred term -> rival terms) raises `terminology` when
+    the answer uses a rival term.
     `preface` is canned text the answer opens with (the refusal of a question's dropped attack): it
     is no statement to check. `model_answer_rejected` is why a model's answer was withheld.
     """
@@ -237,6 +263,9 @@ def evaluate(
             flags["low_confidence"], details["low_confidence"] = True, "; ".join(reasons)
     if refused and refusal_reason:
         details["refused"] = refusal_reason
+    rivals = rival_terms(answer, terminology) if terminology else []
+    if rivals:
+        flags["terminology"], details["terminology"] = True, rivals
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
 
 

@@ -21,8 +21,9 @@ from rag_common.conflicts import find_conflicts
 from rag_common.embedding import get_embedder
 from rag_common.injection import check_output, strip_spans
 from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file, collection_texts
+from rag_common.texts import check_collections_file, with_contact
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
@@ -144,6 +145,9 @@ class Generator:
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
+        # The collection's profile (file, then the admin API's override) for its refusal; the
+        # override bucket is opened at start-up (until then, and in tests without NATS: the file).
+        self.profiles = ProfileBook(settings.collections_file)
         # The embedding model ranks extractive sentences without stored scores; set at start-up (None: not loaded).
         self.scorer: SentenceScorer | None = None
         self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
@@ -200,7 +204,8 @@ class Generator:
 
         route = retrieved.route
         usage = Usage()
-        texts = collection_texts(self.settings.collections_file, query.collection)
+        texts = await self.profiles.lookup(query.collection)
+        refusal = with_contact(texts.refusal, texts)  # the support contact, said in every refusal
         refused, reason = retrieval.refused, retrieval.refusal_reason
         suspicions = list(retrieved.suspicions)
         rejected: str | None = None
@@ -209,7 +214,7 @@ class Generator:
         if preface:
             await emit(preface)
         if retrieval.refused or not retrieval.passages:
-            answer, model = texts.refusal, "none"
+            answer, model = refusal, "none"
             refused, reason = True, reason or "no passages"
             await emit(answer)
         else:
@@ -220,15 +225,15 @@ class Generator:
                 if not reply.answered:
                     # The passages passed the relevance threshold on the collection's own words, but
                     # none holds what was asked: the collection's refusal, not a near miss.
-                    answer, refused, reason = texts.refusal, True, f"not in the documents: {reply.reason}"
+                    answer, refused, reason = refusal, True, f"not in the documents: {reply.reason}"
                 for line in answer.splitlines(keepends=True):
                     await emit(line)
             else:
                 question = retrieval.rewritten_question or query.question
                 salt = new_salt()
-                messages = build_messages(question, retrieval.passages, salt, query.selected_text, texts.refusal)
+                messages = build_messages(question, retrieval.passages, salt, query.selected_text, refusal)
                 system_prompt = messages[0]["content"]
-                guard = StreamGuard(salt, system_prompt.replace(texts.refusal, " "))
+                guard = StreamGuard(salt, system_prompt.replace(refusal, " "))
 
                 async def guarded(token: str) -> None:
                     # Nothing that could be a tag, the salt or the prompt leaves before it is known not to be.
@@ -257,8 +262,8 @@ class Generator:
                 metrics.cost.labels(completion.model).inc(completion.usage.cost_usd)
                 retrieved.timings_ms["llm"] = round(elapsed * 1000, 3)
                 answer, model, usage = completion.text.strip(), completion.model, completion.usage
-                check, rejected = "output", guard.aborted or output_problem(answer, system_prompt, salt, texts.refusal)
-                if rejected is None and is_refusal(answer, texts.refusal):
+                check, rejected = "output", guard.aborted or output_problem(answer, system_prompt, salt, refusal)
+                if rejected is None and is_refusal(answer, refusal):
                     refused, reason = True, LLM_REFUSAL_REASON
                 elif rejected is None:
                     check, rejected = "citation", citation_problem(answer, [p.n for p in retrieval.passages])
@@ -272,7 +277,7 @@ class Generator:
                     reply, model = await asyncio.to_thread(self.extract, retrieved), EXTRACTIVE
                     answer = reply.text
                     if not reply.answered:
-                        answer, refused, reason = texts.refusal, True, f"not in the documents: {reply.reason}"
+                        answer, refused, reason = refusal, True, f"not in the documents: {reply.reason}"
                     for line in answer.splitlines(keepends=True):
                         await emit(line)
         route = route.model_copy(update={"model": model})
@@ -332,6 +337,10 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
     telemetry = telemetry or setup_telemetry("generator", settings=settings)
     broker, generator = build_broker(settings, telemetry)
 
+    async def connected() -> None:
+        generator.profiles.kv = await open_profiles_bucket(broker, settings)
+        generator.assessments["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+
     async def load() -> None:
         check_collections_file(settings.collections_file)
         if settings.configured_models():
@@ -340,8 +349,5 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
         if settings.sentence_scoring and settings.sentence_fallback == "model":
             embedder = await asyncio.to_thread(get_embedder, settings.resolved_model_dir)
             generator.scorer = embedding_scorer(embedder, settings.sentence_cache_size)
-
-    async def connected() -> None:
-        generator.assessments["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
 
     return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -13,8 +13,9 @@ from prometheus_client import Counter
 from rag_common import subjects
 from rag_common.injection import QUESTION_KINDS, QuestionVerdict, screen_question, warm
 from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
+from rag_common.profiles import ProfileBook, open_profiles_bucket
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import blocked_reply, check_collections_file, collection_texts
+from rag_common.texts import CollectionTexts, blocked_reply, check_collections_file, collection_texts
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_stage
@@ -25,11 +26,11 @@ from rag_router.settings import RouterSettings
 THANKS = re.compile(r"\b(thanks|thank you|thx|ty|cheers)\b", re.IGNORECASE)
 
 
-def blocked(query: Query, verdict: QuestionVerdict, settings: RouterSettings) -> QueryDrafted:
+def blocked(query: Query, verdict: QuestionVerdict, texts: CollectionTexts) -> QueryDrafted:
     """The collection's blocked reply for a question that tries prompt injection: nothing retrieved,
     no model called, nothing of the question echoed; the kinds that fired are the route's signals."""
     kinds = ", ".join(verdict.kinds)
-    reply = blocked_reply(collection_texts(settings.collections_file, query.collection))
+    reply = blocked_reply(texts)
     route = Route(
         tier="blocked",
         model="canned",
@@ -44,15 +45,17 @@ def blocked(query: Query, verdict: QuestionVerdict, settings: RouterSettings) ->
     )
 
 
-def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted:
+def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None = None) -> QueryRouted | QueryDrafted:
     """The routing decision for one question (pure): a refusal, a canned reply or a scored tier.
+    ``texts``: the collection's effective profile (``ProfileBook``); without it, the file's.
 
     A question that carries an attack beside a real request goes on with the request alone: the
     attacking parts never reach retrieval or a model, and the answer opens with their refusal.
     """
+    texts = texts or collection_texts(settings.collections_file, query.collection)
     screened = screen_question(query.question)
     if screened.request is None or (screened.mixed and is_greeting(screened.request)):
-        return blocked(query, screened.verdict, settings)
+        return blocked(query, screened.verdict, texts)
     dropped: list[str] = []
     suspicions: list[str] = []
     if screened.mixed:
@@ -60,7 +63,6 @@ def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted
         suspicions = [f"question: {', '.join(dropped)} (that part refused, the rest answered)"]
         query = query.model_copy(update={"question": screened.request})
     if is_greeting(query.question):
-        texts = collection_texts(settings.collections_file, query.collection)
         reply = texts.thanks if THANKS.search(query.question) else texts.greeting
         route = Route(tier="greeting", model="canned", reason="greeting: answered without retrieval or a model")
         return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"))
@@ -78,8 +80,12 @@ def decide(query: Query, settings: RouterSettings) -> QueryRouted | QueryDrafted
     return QueryRouted(query=query, route=route, suspicions=suspicions)
 
 
-def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsBroker:
+def build_broker(
+    settings: RouterSettings, telemetry: ServiceTelemetry, profiles: ProfileBook | None = None
+) -> NatsBroker:
+    """``profiles``: where collection profiles are read (default: the collections file alone)."""
     broker = make_broker(settings, telemetry)
+    book = profiles or ProfileBook(settings.collections_file)
     injections = Counter(
         "rag_injection_blocked_total",
         "Questions (or the attacking part of a question) refused as prompt-injection attempts, by kind",
@@ -91,7 +97,8 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
 
     async def on_requested(requested: QueryRequested) -> None:
         with telemetry.stage("router") as timer:
-            decision = decide(requested.query, settings)
+            texts = await book.lookup(requested.query.collection)
+            decision = decide(requested.query, settings, texts)
         decision.timings_ms["router"] = timer.ms
         attack = decision.route.signals if decision.route.tier == "blocked" else decision.route.attack_dropped
         for kind in attack:
@@ -114,9 +121,14 @@ def build_broker(settings: RouterSettings, telemetry: ServiceTelemetry) -> NatsB
 
 def create_app(settings: RouterSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("router", settings=settings)
+    profiles = ProfileBook(settings.collections_file)
 
     async def load() -> None:
         check_collections_file(settings.collections_file)
         await asyncio.to_thread(warm)  # the lookalike letters' table, before the first question
 
-    return create_service(build_broker(settings, telemetry), settings, telemetry, load=load)
+    async def connected() -> None:
+        profiles.kv = await open_profiles_bucket(broker, settings)
+
+    broker = build_broker(settings, telemetry, profiles)
+    return create_service(broker, settings, telemetry, load=load, connected=connected)

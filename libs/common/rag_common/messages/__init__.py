@@ -1,5 +1,6 @@
 """Typed, versioned wire messages (pydantic)."""
 
+from rag_common.messages.audit import AUDIT_ACTIONS, AuditAction, AuditEvent
 from rag_common.messages.base import Message, new_id
 from rag_common.messages.chunk import ChunkKind, ChunkPayload
 from rag_common.messages.ingest import (
@@ -31,8 +32,11 @@ from rag_common.messages.query import (
 )
 
 __all__ = [
+    "AUDIT_ACTIONS",
     "AnswerDelta",
     "AnswerError",
+    "AuditAction",
+    "AuditEvent",
     "ChunkKind",
     "ChunkPayload",
     "DeadLetter",

@@ -1,0 +1,42 @@
+"""Reading the audit log (admin only): who created or revoked keys, uploaded or deleted documents,
+set profiles, and which requests were refused; oldest first, paged by stream sequence."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from rag_common.http_api import AuditPage, AuditRecord
+from rag_common.messages import AuditAction
+from rag_gateway.access import require_admin
+from rag_gateway.deps import GatewayDep
+from rag_gateway.errors import ApiError
+from rag_gateway.openapi import errors
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"], dependencies=[Depends(require_admin)])
+
+MAX_LIMIT = 1000
+
+
+@router.get("", response_model=AuditPage, responses=errors(422, 503))
+async def read_audit(
+    gateway: GatewayDep,
+    action: Annotated[AuditAction | None, Query(description="only events of this action")] = None,
+    actor: Annotated[
+        str | None,
+        Query(
+            pattern=r"^[A-Za-z0-9-]{1,64}$", description="only events of this key id, 'admin', 'local' or 'anonymous'"
+        ),
+    ] = None,
+    after: Annotated[int | None, Query(ge=0, description="events after this sequence (a page's `next`)")] = None,
+    since: Annotated[float | None, Query(ge=0, description="events at or after this Unix time")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
+) -> AuditPage:
+    """Up to ``limit`` events, oldest first; pass ``next`` as ``after`` for the following page."""
+    if gateway.audit is None:
+        raise ApiError(503, "unavailable", "the audit log is not ready yet")
+    events, last = await gateway.audit.read(action=action, actor=actor, after=after, since=since, limit=limit)
+    return AuditPage(
+        events=[AuditRecord.model_validate({**event.model_dump(), "seq": seq}) for seq, event in events], next=last
+    )
