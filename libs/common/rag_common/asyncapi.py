@@ -131,7 +131,7 @@ CHANNELS: tuple[Channel, ...] = (
         AssessmentRetrieved,
         "retriever",
         "generator",
-        "Each question spec with its passages and foils for distractors (round 2, from the evaluator: the "
+        "Each question spec with its passages and foils for distractors (regeneration, from the evaluator: the "
         "questions to write again).",
         subjects.ASSESSMENT_STREAM,
     ),

@@ -48,7 +48,7 @@ def check_items(
             out.append(item)
             continue
         vector = next(vectors)
-        if question.validation.checks:  # accepted in round 1: stays as it was
+        if question.validation.checks:  # accepted in the first pass: stays as it was
             accepted.append((question, vector))
             out.append(item)
             continue
@@ -66,7 +66,7 @@ def failed(item: AssessmentItem) -> bool:
 
 
 def regenerate(items: Sequence[AssessmentItem]) -> list[AssessmentItem]:
-    """Round 2: the failed items without their question (kept in ``rejected``), the rest as they are."""
+    """The regeneration pass: the failed items without their question (kept in ``rejected``), the rest as they are."""
     return [
         item.model_copy(
             update={"question": None, "rejected": [*item.rejected, *([item.question] if item.question else [])]}

@@ -156,7 +156,7 @@ async def write_items(
     metrics: AssessmentMetrics,
     progress: Any = None,
 ) -> list[AssessmentItem]:
-    """Write the question of every item that has none (all in round 1, the rejected in round 2)."""
+    """Write the question of every item that has none (all in the first pass, the rejected in the regeneration pass)."""
     pool = term_pool([*retrieved.foils, *(p for item in retrieved.items for p in item.passages)])
     model = settings.model_for("fast")
     seed = retrieved.assessment.blueprint.seed

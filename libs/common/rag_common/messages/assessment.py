@@ -3,7 +3,7 @@
 The gateway publishes the blueprint (``AssessmentRequested``); the retriever picks passages for each
 question spec (``AssessmentRetrieved``); the generator writes a question per spec
 (``AssessmentDrafted``); the evaluator checks each one, sends the failed ones back to the generator
-once (an ``AssessmentRetrieved`` of round 2) and stores the result. Every stage writes the job's
+once (an ``AssessmentRetrieved`` of the regeneration pass) and stores the result. Every stage writes the job's
 ``AssessmentState`` into the key-value bucket ``rag-assessments``, which the gateway reads.
 """
 
@@ -148,7 +148,7 @@ class AssessmentRequested(Message):
 class AssessmentRetrieved(Message):
     """Specs with their passages, and foils: texts from elsewhere in the collection for distractors.
 
-    Round 2 carries the questions the evaluator accepted (``question`` set) and the ones to write
+    The regeneration pass carries the questions the evaluator accepted (``question`` set) and the ones to write
     again (``rejected`` set, ``question`` empty)."""
 
     type: Literal["rag.assessment.retrieved.v1"] = "rag.assessment.retrieved.v1"
