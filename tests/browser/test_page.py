@@ -207,7 +207,7 @@ async def test_answer_sources_and_raised_flags_fit_the_width(
     page: Page, system: System, artifacts: Path, width: int
 ) -> None:
     """A phone and a laptop: nothing scrolls sideways, the answer comes before its numbered sources,
-    and of the six flags only the raised one shows, in words."""
+    and of the flags only the raised ones show, in words."""
     await page.set_viewport_size({"width": width, "height": 900})
     await page.goto(f"{system.base_url}/")
     await expect(page.locator("#documents li").first).to_be_visible()
@@ -222,10 +222,18 @@ async def test_answer_sources_and_raised_flags_fit_the_width(
     numbers = await turn.locator(".sources button.citation").all_inner_texts()
     assert [text.split("]")[0] for text in numbers] == [f"[{n}" for n in range(1, len(numbers) + 1)], numbers
 
+    # The sample corpus's forum thread with a planted instruction is retrieved beside the prices:
+    # that flag is raised too (a marked passage that is retrieved counts), and only these two show.
+    disagreement = turn.locator('[data-flag="conflicting_sources"]')
+    await expect(disagreement).to_have_count(1)
+    await expect(disagreement).to_have_text(
+        "Sources disagree on “pro”: $15 (sales-brochure-2025.pdf) vs $12 (pricing.md)"
+    )
     raised = turn.locator("[data-flag]")
-    await expect(raised).to_have_count(1)
-    await expect(raised).to_have_attribute("data-flag", "conflicting_sources")
-    await expect(raised).to_have_text("Sources disagree on “pro”: $15 (sales-brochure-2025.pdf) vs $12 (pricing.md)")
+    assert set(await raised.evaluate_all("(els) => els.map((e) => e.dataset.flag)")) <= {
+        "conflicting_sources",
+        "injection_suspected",
+    }
     shown = await turn.evaluate("(t) => t.innerText")
     for developer_words in ("refused", "citation_invalid", ": no", "{", "Route:", "total"):
         assert developer_words not in shown, (developer_words, shown)

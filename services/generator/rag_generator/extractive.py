@@ -382,7 +382,11 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
             continue
         if named and not named & words_of(candidate.text):
             continue
-        same = next((i for i, c in enumerate(chosen) if _near_duplicate(candidate.text, c.text)), None)
+        # Compared as read: a table row and a sentence that say the same price are one fact.
+        same = next(
+            (i for i, c in enumerate(chosen) if _near_duplicate(_readable(candidate, asked), _readable(c, asked))),
+            None,
+        )
         if same is not None:
             n = candidate.n
             if n != chosen[same].n and n not in also.get(same, ()):
