@@ -178,3 +178,7 @@ def test_who_does_something_is_answered_by_the_role_that_does_it() -> None:
     keepers = Passage(n=2, source="otters.md", section="Staff", text="The otter keeper at Brightwater is Ingrid Vale.")
     assert "Tomasz Wielgosz" in reply("Who teaches ice core drilling at the field station?", rows)
     assert "Ingrid Vale" in reply("Who keeps the otters at Brightwater?", keepers)
+
+
+def test_what_a_plan_includes_is_answered_with_its_list() -> None:
+    assert analyse("What does the Business plan include?").answer_type is AnswerType.LIST

@@ -65,7 +65,10 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
     (AnswerType.VALUE, re.compile(rf"^where\b|\b(what|which)\b.*\b({_VALUE_NOUNS})s?\b")),
     (
         AnswerType.LIST,
-        re.compile(r"\b(what|which) (are|were) (the|some|all)\b|\b(list|name) (all|the)\b|\bwhat kinds?\b"),
+        re.compile(
+            r"\b(what|which) (are|were) (the|some|all)\b|\b(list|name) (all|the)\b|\bwhat kinds?\b"
+            r"|^what (does|do) [\w\s-]{1,40} (include|includes|contain|contains|offer|offers|cover|covers)\??$"
+        ),
     ),
     (
         AnswerType.DEFINITION,
