@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from rag_common.embedding import STOPWORDS
 from rag_common.vectors import Hit
-from rag_retriever.assessment import mmr
+from rag_retriever.assessment import cosine, mmr, section_of
 from rag_retriever.ranking import keyword_query, title_words
 from rag_retriever.search import Pass, Retriever, Step
 from rag_retriever.selection import diversify
@@ -41,15 +41,6 @@ def downweight_boilerplate(hits: Sequence[Hit], weight: float) -> list[Hit]:
         return list(hits)
     weighted = [replace(h, score=h.score * weight) if h.payload.get("boilerplate") else h for h in hits]
     return sorted(weighted, key=lambda h: h.score, reverse=True)
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=False))  # unit vectors
-
-
-def _section(hit: Hit) -> tuple[str, str, object]:
-    p = hit.payload
-    return str(p.get("source", "")), str(p.get("section", "")), p.get("page")
 
 
 _PART_START = r"(?:how|what|which|why|when|where|who|whom|whose|can|could|does|do|did|is|are|should|would|will)"
@@ -83,7 +74,7 @@ def cover_parts(ranked: Sequence[Hit], parts: Sequence[Sequence[Hit]], limit: in
     top = list(ranked[:limit])
     added = 0
     for part in parts:
-        if not part or any(_section(h) == _section(part[0]) for h in top):
+        if not part or any(section_of(h) == section_of(part[0]) for h in top):
             continue
         top.insert(min(at + added, len(top)), part[0])
         top = top[:limit]
@@ -116,7 +107,7 @@ def section_units(hits: Sequence[Hit], child_weight: float) -> list[Hit]:
     """
     groups: dict[tuple[str, str, object], list[Hit]] = {}
     for h in hits:
-        groups.setdefault(_section(h), []).append(h)
+        groups.setdefault(section_of(h), []).append(h)
     heads = [
         replace(chunks[0], score=chunks[0].score + child_weight * sum(c.score for c in chunks[1:]))
         for chunks in groups.values()
@@ -161,7 +152,7 @@ def file_strength(hits: Sequence[Hit]) -> dict[str, float]:
     """
     best: dict[tuple[str, str, object], float] = {}
     for h, r in zip(hits, relevance(hits), strict=True):
-        key = _section(h)
+        key = section_of(h)
         best[key] = max(best.get(key, 0.0), r)
     totals: dict[str, float] = {}
     for (source, _, _), r in best.items():
@@ -181,7 +172,7 @@ def file_evidence(hits: Sequence[Hit], weight: float) -> list[Hit]:
         return list(hits)
     strength = file_strength(hits)
     scored = [
-        replace(h, score=r + weight * strength[_section(h)[0]]) for h, r in zip(hits, relevance(hits), strict=True)
+        replace(h, score=r + weight * strength[section_of(h)[0]]) for h, r in zip(hits, relevance(hits), strict=True)
     ]
     return sorted(scored, key=lambda h: h.score, reverse=True)
 
@@ -196,12 +187,12 @@ def second_section_of_top_file(top: Sequence[Hit], candidates: Sequence[Hit], at
     """
     if not top:
         return []
-    source = _section(top[0])[0]
+    source = section_of(top[0])[0]
     head = top[: at + 1]
-    if any(_section(h)[0] == source and _section(h) != _section(top[0]) for h in head[1:]):
+    if any(section_of(h)[0] == source and section_of(h) != section_of(top[0]) for h in head[1:]):
         return list(top)
-    shown = {_section(h) for h in head}
-    extra = next((h for h in candidates if _section(h)[0] == source and _section(h) not in shown), None)
+    shown = {section_of(h) for h in head}
+    extra = next((h for h in candidates if section_of(h)[0] == source and section_of(h) not in shown), None)
     if extra is None:
         return list(top)
     rest = [h for h in top[at:] if hit_key(h) != hit_key(extra)]
@@ -440,7 +431,7 @@ def _hits_step(name: str, change: Callable[[Pass], list[Hit]]) -> Step:
 def _with_question_similarity(p: Pass, hits: Sequence[Hit]) -> list[Hit]:
     """``similarity`` stays the cosine to the whole question: the relevance threshold is about it."""
     dense = p.vectors[0]
-    return [replace(h, similarity=_cosine(dense, h.dense)) if h.dense else h for h in hits]
+    return [replace(h, similarity=cosine(dense, h.dense)) if h.dense else h for h in hits]
 
 
 def _split(retriever: Retriever, params: dict[str, str]) -> None:

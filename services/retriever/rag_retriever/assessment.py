@@ -272,11 +272,13 @@ def penalise_usage(candidates: Sequence[Scored], used: Mapping[Key, int], factor
     return sorted(scored, key=lambda c: c.score, reverse=True)
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine of two unit vectors."""
     return sum(x * y for x, y in zip(a, b, strict=False))  # unit vectors
 
 
-def _section(hit: Hit) -> tuple[str, str, object]:
+def section_of(hit: Hit) -> tuple[str, str, object]:
+    """The (source, section, page) a chunk belongs to."""
     p = hit.payload
     return str(p.get("source", "")), str(p.get("section", "")), p.get("page")
 
@@ -300,11 +302,11 @@ def mmr(hits: Sequence[Hit], limit: int, lambda_: float) -> list[Hit]:
         for h in pool:
             redundancy = 0.0
             for p in picked:
-                if _section(p) == _section(h):
+                if section_of(p) == section_of(h):
                     redundancy = 1.0
                     break
                 if h.dense and p.dense:
-                    redundancy = max(redundancy, _cosine(h.dense, p.dense))
+                    redundancy = max(redundancy, cosine(h.dense, p.dense))
             value = lambda_ * relevance[id(h)] - (1 - lambda_) * redundancy
             if value > best_value:
                 best, best_value = h, value
