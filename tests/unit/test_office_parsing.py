@@ -227,3 +227,19 @@ def test_external_links_images_and_templates_are_never_fetched(listener: socket.
         assert EXTERNAL_NOTE in text, name
     with pytest.raises(BlockingIOError):
         listener.accept()  # nobody connected
+
+
+def test_an_archive_in_a_compression_method_zipfile_cannot_read_fails_as_corrupt() -> None:
+    """A member packed with Deflate64 (method 9): zipfile raises NotImplementedError on it."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+    data = bytearray(buffer.getvalue())
+    for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):  # local header, central directory
+        at = data.find(signature)
+        data[at + offset : at + offset + 2] = (9).to_bytes(2, "little")
+    with pytest.raises(ParseError, match="corrupt Word archive: NotImplementedError"):
+        parse_document("deflate64.docx", bytes(data))

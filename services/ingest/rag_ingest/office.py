@@ -88,6 +88,8 @@ def check_archive(data: bytes, what: str, limits: ArchiveLimits) -> None:
             _count_unpacked(archive, members, what, limits.max_unpacked_bytes)
     except ParseError:
         raise
+    # zipfile raises NotImplementedError for a compression method it cannot read (Deflate64, PPMd):
+    # such a file is unreadable here, so it fails like a corrupt one.
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
         raise ParseError(f"corrupt {what} archive: {type(exc).__name__}: {exc}") from exc
 
