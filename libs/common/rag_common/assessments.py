@@ -23,6 +23,21 @@ ASSESSMENT_OUTCOMES = ("started", "done", "failed")
 QUESTION_OUTCOMES = ("generated", "rejected", "regenerated", "dropped")
 
 
+def in_stage(stage: str, done: int | None = None, total: int | None = None) -> Callable[[AssessmentState], None]:
+    """A change that moves a running job to ``stage`` (with its progress, when given); a job that
+    is already done or failed stays as it is (a redelivered stage must not reopen it)."""
+
+    def change(state: AssessmentState) -> None:
+        if state.status in ("done", "failed"):
+            return
+        state.status = stage  # type: ignore[assignment]
+        state.progress.stage = stage
+        if done is not None and total is not None:
+            state.progress.done, state.progress.total = done, total
+
+    return change
+
+
 class AssessmentStore:
     """The ``rag-assessments`` bucket: one ``AssessmentState`` per assessment id."""
 

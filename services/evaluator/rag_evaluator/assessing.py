@@ -12,7 +12,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook
+from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
 from rag_common.messages.assessment import (
     AssessmentDrafted,
     AssessmentItem,
@@ -120,12 +120,7 @@ def register_assessments(
         embed: Embed | None = state.get("embed")
         jobs = store()
         if jobs is not None:
-
-            def validating(s: AssessmentState) -> None:
-                if s.status not in ("done", "failed"):
-                    s.status, s.progress.stage = "validating", "validating"
-
-            await jobs.update(job.id, validating)
+            await jobs.update(job.id, in_stage("validating"))
         with telemetry.tracer.start_as_current_span("assessment_validation"):
             items = await asyncio.to_thread(
                 check_items, drafted.items, embed, settings.near_duplicate_cosine, drafted.round

@@ -16,14 +16,13 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook
+from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
 from rag_common.messages import Passage
 from rag_common.messages.assessment import (
     BLOOM_VERBS,
     AssessmentDrafted,
     AssessmentItem,
     AssessmentRetrieved,
-    AssessmentState,
     Citation,
     Question,
     QuestionSpec,
@@ -198,13 +197,7 @@ def register_assessments(
         async def progress(done: int, total: int) -> None:
             if jobs is None:
                 return
-
-            def change(s: AssessmentState) -> None:
-                if s.status not in ("done", "failed"):
-                    s.status, s.progress.stage = "generating", "generating"
-                    s.progress.done, s.progress.total = done, total
-
-            await jobs.update(job.id, change)
+            await jobs.update(job.id, in_stage("generating", done, total))
 
         with telemetry.tracer.start_as_current_span("assessment_generation"):
             items = await write_items(settings, retrieved, metrics, progress)

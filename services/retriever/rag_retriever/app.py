@@ -4,17 +4,16 @@ start-up, and the retriever's stage of an assessment (``rag_retriever.assessing`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
 
 from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook
+from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
 from rag_common.embedding import get_embedder
 from rag_common.messages import QueryRouted
-from rag_common.messages.assessment import AssessmentRequested, AssessmentRetrieved, AssessmentState
+from rag_common.messages.assessment import AssessmentRequested, AssessmentRetrieved
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_assessments_bucket
@@ -75,7 +74,7 @@ def register_assessments(
         job = requested.assessment
         jobs = store()
         if jobs is not None:
-            await jobs.update(job.id, _stage("retrieving"))
+            await jobs.update(job.id, in_stage("retrieving"))
         with telemetry.tracer.start_as_current_span("assessment_retrieval"):
             items, foils = await asyncio.to_thread(assessment_items, state["retriever"], recipe, job)
         retrieved = AssessmentRetrieved(assessment=job, items=items, foils=foils)
@@ -94,15 +93,6 @@ def register_assessments(
         ack_wait=120.0,
         on_failure=assessment_failure_hook(store, metrics),
     )
-
-
-def _stage(stage: str) -> Callable[[AssessmentState], None]:
-    def change(state: AssessmentState) -> None:
-        if state.status not in ("done", "failed"):
-            state.status = stage  # type: ignore[assignment]
-            state.progress.stage = stage
-
-    return change
 
 
 def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
