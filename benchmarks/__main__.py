@@ -15,6 +15,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # generator's sentence-vector cache on, every repeat would skip the model and flatter the figures.
 os.environ.setdefault("RAG_RETRIEVER_QUERY_CACHE_SIZE", "0")
 os.environ.setdefault("RAG_GENERATOR_SENTENCE_CACHE_SIZE", "0")
+# Likewise the answer cache would answer every repeat from memory; the cache section turns it on.
+os.environ.setdefault("RAG_ANSWER_CACHE", "false")
 
 import argparse
 import asyncio

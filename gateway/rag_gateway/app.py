@@ -142,7 +142,8 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         check_collections_file(settings.collections_file)  # profiles are served from it
         await prepare_jetstream(broker, settings)
         objects, kv = await open_buckets(broker, settings)
-        gateway.objects, gateway.status = objects, StatusStore(kv, await open_document_index(broker, settings))
+        index = await open_document_index(broker, settings, invalidations=gateway.metrics.cache_invalidations)
+        gateway.objects, gateway.status = objects, StatusStore(kv, index)
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)

@@ -10,6 +10,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
 from rag_common import subjects
+from rag_common.answer_cache import invalidation_counter
 from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
@@ -76,6 +77,7 @@ class GatewayMetrics:
         )
         for stage in QUERY_STAGES:
             self.stage_ms.labels(stage)
+        self.cache_invalidations = invalidation_counter(registry)
 
 
 @dataclass

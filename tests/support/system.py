@@ -33,11 +33,14 @@ UPLOAD_LIMIT = 2 * 1024 * 1024
 
 def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: Mapping[str, object]) -> StackOptions:
     store = {"model_dir": model_dir, "qdrant_path": data_dir / "qdrant"}
+    # The answer cache is off here: tests ask the same questions to check what each stage does with
+    # them. Its own tests turn it on (tests/e2e/test_answer_cache.py).
+    no_cache = {"answer_cache": False}
     merged: dict[str, dict[str, object]] = {
         "ingest": dict(store),
-        "retriever": dict(store),
+        "retriever": {**store, **no_cache},
         "generator": {"model_dir": model_dir},
-        "evaluator": {"model_dir": model_dir},
+        "evaluator": {"model_dir": model_dir, **no_cache},
     }
     for service, values in overrides.items():
         merged.setdefault(service, {}).update(values)

@@ -12,7 +12,7 @@ from rag_common.messages import AuditEvent
 from rag_common.profiles import ProfileBook
 from rag_common.texts import CollectionTexts
 from rag_gateway.access import AdminPrincipal, Authenticated, require
-from rag_gateway.api.documents import check_collection
+from rag_gateway.api.documents import check_collection, retire_cached_answers
 from rag_gateway.audit import where, who
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
@@ -58,6 +58,7 @@ async def put_profile(
     effective profile."""
     check_collection(name)
     effective = await _profiles(gateway).put(name, profile)
+    await retire_cached_answers(gateway, name)  # the evaluator's terminology check may judge answers otherwise
     await _audit(gateway, request, admin, "profile_set", name, {"fields": ",".join(sorted(profile.model_fields_set))})
     return effective
 
@@ -78,5 +79,6 @@ async def delete_profile(name: str, request: Request, gateway: GatewayDep, admin
     check_collection(name)
     if not await _profiles(gateway).delete(name):
         raise ApiError(404, "not_found", f"collection {name!r} has no profile set through the API")
+    await retire_cached_answers(gateway, name)
     await _audit(gateway, request, admin, "profile_deleted", name, {})
     return Response(status_code=204)

@@ -134,6 +134,18 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
     return {k: str(v) for k, v in value.items()}
 
 
+async def retire_cached_answers(gateway: Gateway, collection: str) -> None:
+    """Move the collection's index version now, so no answer cached before this change is served
+    again (ingest moves it once more when the index has changed). Best effort: the change is
+    accepted already, and ingest's move is the one the answer cache relies on."""
+    if gateway.status is None:
+        return
+    try:
+        await gateway.status.changed(collection)
+    except Exception as exc:
+        log.warning("collection %s: cached answers not retired now (ingest will): %r", collection, exc)
+
+
 @asynccontextmanager
 async def undone_unless_queued(
     store: StatusStore, before: DocumentStatus | None, after: DocumentStatus
@@ -230,6 +242,7 @@ async def _upload(
             message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
     log.info("upload %s queued as %s/%s (client_request_id=%s)", rid, collection, source, client_request_id(request))
+    await retire_cached_answers(gateway, collection)
     if gateway.audit is not None:
         details = {
             "source": source,
@@ -302,6 +315,7 @@ async def delete_document(
         await gateway.broker.publish(
             message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
+    await retire_cached_answers(gateway, record.collection)
     if gateway.audit is not None:
         await gateway.audit.record(
             AuditEvent(

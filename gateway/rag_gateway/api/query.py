@@ -129,6 +129,7 @@ async def submit(
             selected_text=body.selected_text,
             trace_id=current_trace_id(),
             stream=stream,
+            tenant=owner,
         )
     )
     try:

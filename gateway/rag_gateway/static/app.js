@@ -300,6 +300,7 @@
     const routeText = `Route: ${route.tier} (score ${route.score})${route.reason ? ` — ${route.reason}` : ""}`;
     turn.details.append(el("p", { class: "route", text: routeText }), list);
     detailRow(list, "Model", body.model);
+    detailRow(list, "Cached", body.cached ? "yes: an earlier answer to the same question, the documents unchanged since" : "", "cached");
     detailRow(list, "Searched as", body.rewritten_question ? `Searched as: ${body.rewritten_question}` : "");
     const signals = Object.entries(route.signals || {}).map(([name, weight]) => `${name} +${weight}`);
     detailRow(list, "Signals", signals.join(", "));

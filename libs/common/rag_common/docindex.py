@@ -15,6 +15,12 @@ The index follows the records; it never leads them:
 - a delete removes the record first, then purges the key, then looks at the record again and puts
   the key back if an upload wrote a new record meanwhile. Whatever the interleaving, a document
   with a record ends with its key.
+
+Each collection also has an index version, the revision of its key ``v.<collection>``: every
+accepted upload or delete, every change ingest makes to the collection's chunks (and every profile
+change) writes the key again (``touch``), so the version only grows. The answer cache keeps an
+answer under the version its question was searched at and serves it only while the version holds
+(``rag_common.answer_cache``); every replica reads the version from the bucket, none holds it.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 
 from nats.js import JetStreamContext
-from nats.js.errors import NotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
+from prometheus_client import Counter as Metric
 
 from rag_common import subjects
 
@@ -32,10 +39,33 @@ from rag_common import subjects
 class DocumentIndex:
     """The ``rag-doc-index`` bucket, read by subject state (one request per listing)."""
 
-    def __init__(self, js: JetStreamContext, kv: KeyValue, bucket: str = subjects.DOC_INDEX_BUCKET) -> None:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        kv: KeyValue,
+        bucket: str = subjects.DOC_INDEX_BUCKET,
+        invalidations: Metric | None = None,
+    ) -> None:
+        """``invalidations``: counts ``touch`` (``rag_answer_cache_invalidations_total``)."""
         self.js, self.kv = js, kv
         self.stream = f"KV_{bucket}"  # the JetStream KV naming convention (ADR-8)
         self.prefix = f"$KV.{bucket}."
+        self.invalidations = invalidations
+
+    async def version(self, collection: str) -> int:
+        """The collection's index version: 0 until its first change."""
+        try:
+            entry = await self.kv.get(f"v.{collection}")
+        except KeyNotFoundError:
+            return 0
+        return int(entry.revision or 0)
+
+    async def touch(self, collection: str) -> int:
+        """A new index version for the collection (its documents changed); returns it."""
+        revision = int(await self.kv.put(f"v.{collection}", b""))
+        if self.invalidations is not None:
+            self.invalidations.inc()
+        return revision
 
     async def _subjects(self, pattern: str) -> list[str]:
         info = await self.js.stream_info(self.stream, subjects_filter=self.prefix + pattern)

@@ -172,6 +172,12 @@ class StatusStore:
 
         await self.index.remove(collection, document_id, recorded)
 
+    async def changed(self, collection: str) -> None:
+        """Record that the collection's documents changed: a new index version, which retires its
+        cached answers (``DocumentIndex.touch``)."""
+        if self.index is not None:
+            await self.index.touch(collection)
+
     # --- the transitions --------------------------------------------------------------------
 
     async def accept_upload(

@@ -58,6 +58,11 @@ class Answer(BaseModel):
     collection: str = "default"
     session_id: str | None = None
     rewritten_question: str | None = Field(None, description="a follow-up made standalone from the conversation")
+    cached: bool = Field(
+        False,
+        description="served from the answer cache: an earlier unflagged answer to the same question (or one meaning "
+        "the same) in this collection, for this tenant, with the collection's documents unchanged since",
+    )
 
     @classmethod
     def of(cls, answered: QueryAnswered) -> Answer:

@@ -92,3 +92,4 @@ SESSIONS_BUCKET = "rag-sessions"  # key-value: conversation turns per session id
 ASSESSMENTS_BUCKET = "rag-assessments"  # key-value: assessment jobs (state, progress, result) by id
 API_KEYS_BUCKET = "rag-api-keys"  # key-value: gateway API keys by id (hashes only, never the key)
 PROFILES_BUCKET = "rag-profiles"  # key-value: collection profiles set through the API, by collection
+ANSWER_CACHE_BUCKET = "rag-answer-cache"  # key-value: kept answers and their questions (TTL)

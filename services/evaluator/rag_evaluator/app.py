@@ -14,6 +14,7 @@ from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
 from rag_common import subjects
+from rag_common.answer_cache import AnswerCache, kept_counter, open_answer_cache_bucket
 from rag_common.assessments import AssessmentStore
 from rag_common.embedding import get_embedder
 from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
@@ -97,7 +98,7 @@ def build_broker(
     state: dict[str, Any] | None = None,
     profiles: ProfileBook | None = None,
 ) -> NatsBroker:
-    """``state``: the assessment store and embedder once started; ``profiles``: where collection
+    """``state``: the assessment store, embedder and answer cache once started; ``profiles``: where collection
     profiles (terminology) are read (default: the collections file)."""
     state = state if state is not None else {}
     broker = make_broker(settings, telemetry)
@@ -108,6 +109,7 @@ def build_broker(
     flagged_total = Counter("rag_answers_flagged_total", "Answers with a failing flag", registry=telemetry.registry)
     for name in FLAG_NAMES:  # every flag shows from the start, so the first one counts in increase()
         flags_total.labels(name)
+    kept_total = kept_counter(telemetry.registry)
 
     async def on_drafted(drafted: QueryDrafted) -> None:
         with telemetry.stage("evaluator") as timer:
@@ -123,7 +125,20 @@ def build_broker(
                 flags_total.labels(name).inc()
         if evaluation.flagged:
             flagged_total.inc()
-        await publish_answer(broker, QueryAnswered.of(drafted, evaluation))
+        answered = QueryAnswered.of(drafted, evaluation)
+        await keep(state.get("cache"), answered)
+        await publish_answer(broker, answered)
+
+    async def keep(cache: AnswerCache | None, answered: QueryAnswered) -> None:
+        """Keep an unflagged answer in the answer cache before it leaves (the same question asked
+        again right after finds it); a cache that cannot be written costs the answer nothing."""
+        if cache is None or answered.retrieval.cache is None:
+            return
+        try:
+            if await cache.keep(answered):
+                kept_total.inc()
+        except Exception as exc:
+            log.warning("answer %s not kept in the answer cache: %r", answered.query.request_id, exc)
 
     register_query_stage(
         broker,
@@ -162,5 +177,7 @@ def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None =
     async def connected() -> None:
         profiles.kv = await open_profiles_bucket(broker, settings)
         state["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+        if settings.answer_cache:
+            state["cache"] = AnswerCache(await open_answer_cache_bucket(broker, settings, settings), settings)
 
     return create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -5,10 +5,11 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
+from rag_common.answer_cache import AnswerCacheSettings
 from rag_common.settings import ServiceSettings
 
 
-class EvaluatorSettings(ServiceSettings):
+class EvaluatorSettings(ServiceSettings, AnswerCacheSettings):
     """Evaluator settings; variables start with ``RAG_EVALUATOR_``."""
 
     model_config = SettingsConfigDict(env_prefix="RAG_EVALUATOR_", extra="ignore", populate_by_name=True)

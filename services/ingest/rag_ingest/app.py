@@ -13,6 +13,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
 from rag_common import subjects
+from rag_common.answer_cache import invalidation_counter
 from rag_common.documents import (
     StatusStore,
     content_hash,
@@ -24,6 +25,7 @@ from rag_common.documents import (
 from rag_common.embedding import Embedder, SecondEmbedder, get_embedder, get_second_embedder
 from rag_common.memory import release_memory
 from rag_common.messages import DeleteRequested, IngestRequested
+from rag_common.names import valid_collection
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_buckets, open_document_index
@@ -62,6 +64,7 @@ class Ingestor:
         for outcome in DOCUMENT_OUTCOMES:
             self.documents.labels(outcome)
         self.chunks = Counter("rag_chunks_indexed_total", "Chunks written to Qdrant", registry=telemetry.registry)
+        self.invalidations = invalidation_counter(telemetry.registry)
         self._locks: dict[str, asyncio.Lock] = {}
         self._indexing = 0  # documents being indexed right now
 
@@ -103,6 +106,7 @@ class Ingestor:
             await asyncio.to_thread(self.store.drop_other_versions, request.collection, request.document_id, version)
             state = indexed_outcome(stored.request_id, request)
             await self.status.finish(request, state, stored.chunks)
+            await self.status.changed(request.collection)  # "any upload": its cached answers retire
             self.documents.labels(state).inc()
             log.info("document %s already indexed (%s): %s", request.document_id, request.source, state)
             return
@@ -137,6 +141,7 @@ class Ingestor:
                 # document is being indexed, and without a full collection: both could delay in-progress beats.
                 await asyncio.to_thread(release_memory, collect=False)
         written = await self.status.finish(request, "indexed", result.chunks)
+        await self.status.changed(request.collection)  # after the chunks are in: no answer of the old index outlives it
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
         log.info("indexed %s: %d chunks%s", request.source, result.chunks, "" if written else " (superseded)")
@@ -168,6 +173,7 @@ class Ingestor:
             log.info("not deleting %s (%s): a newer upload replaced it", request.document_id, current.source)
             return
         await asyncio.to_thread(self.store.delete_document, request.collection, request.document_id)
+        await self.status.changed(request.collection)
         if self._indexing == 0:  # the store freed the points' memory: give the pages back (point 11)
             await asyncio.to_thread(release_memory, collect=False)
         record = await self.status.forget(request.document_id)
@@ -184,6 +190,8 @@ class Ingestor:
             await self.status.fail(document_id, version if isinstance(version, str) else None, f"{code}: {message}")
             if isinstance(version, str) and version and isinstance(collection, str):
                 await self._drop_failed_version(collection, document_id, version)
+        if isinstance(collection, str) and valid_collection(collection):  # a failed index may have written part
+            await self.status.changed(collection)
 
     async def _drop_failed_version(self, collection: str, document_id: str, version: str) -> None:
         """Delete a failed version's bytes: nothing retries a failed version (a new upload stores them
@@ -269,7 +277,8 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
 
     async def connected() -> None:
         objects, kv = await open_buckets(broker, settings)
-        ingestor.objects, ingestor.status = objects, StatusStore(kv, await open_document_index(broker, settings))
+        index = await open_document_index(broker, settings, invalidations=ingestor.invalidations)
+        ingestor.objects, ingestor.status = objects, StatusStore(kv, index)
         sweeping.append(asyncio.create_task(sweep_forever()))
 
     app = create_service(broker, settings, telemetry, load=load, connected=connected)

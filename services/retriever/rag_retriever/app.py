@@ -4,40 +4,92 @@ start-up, and the retriever's stage of an assessment (``rag_retriever.assessing`
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from typing import Any
 
 from faststream import FastStream
 from faststream.nats import NatsBroker
+from opentelemetry.trace import get_current_span
 
 from rag_common import subjects
+from rag_common.answer_cache import (
+    AnswerCache,
+    Lookup,
+    lookup_counters,
+    open_answer_cache_bucket,
+    served,
+    why_not_looked_up,
+)
 from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.embedding import get_embedder
-from rag_common.messages import QueryRouted
+from rag_common.embedding import SparseVector, get_embedder
+from rag_common.messages import AnswerDelta, QueryAnswered, QueryRouted
 from rag_common.messages.assessment import AssessmentRequested, AssessmentRetrieved
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_assessments_bucket
+from rag_common.transport.buckets import open_assessments_bucket, open_document_index
 from rag_common.transport.consuming import register_query_stage, register_work_queue
-from rag_common.transport.publishing import publish_assessment, publish_stage
+from rag_common.transport.publishing import publish_answer, publish_assessment, publish_delta, publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.vectors import configured_store
 from rag_retriever.assessing import assessment_items
 from rag_retriever.rewriting import rewrite
-from rag_retriever.search import Retriever
+from rag_retriever.search import Retriever, search_text
 from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
+
+log = logging.getLogger("rag.retriever")
+Embedded = tuple[list[float], SparseVector]
+
+
+async def look_up(cache: AnswerCache, retriever: Retriever, routed: QueryRouted) -> tuple[Lookup | None, Embedded]:
+    """The answer cache's verdict on a question that may use it, and the question's vectors (the
+    search reuses them). A cache that cannot be read is a miss, never a failed question."""
+    query = routed.query
+    embedded = await asyncio.to_thread(retriever.embed_text, search_text(query.question, query.selected_text))
+    try:
+        return await cache.lookup(query, embedded[0]), embedded
+    except Exception as exc:
+        log.warning("answer cache lookup failed, answering without it: %r", exc)
+        return None, embedded
+
+
+async def send_cached(broker: NatsBroker, answered: QueryAnswered) -> None:
+    """A cached answer straight to the waiting gateway, the later stages skipped; a streaming
+    caller gets its text as one token event first, as it gets the generator's."""
+    query = answered.query
+    if query.stream:
+        delta = AnswerDelta(request_id=query.request_id, attempt="cache", seq=0, text=answered.draft.answer)
+        await publish_delta(broker, query, delta)
+    await publish_answer(broker, answered)
 
 
 def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]) -> NatsBroker:
     broker = make_broker(settings, telemetry)
+    hits, misses = lookup_counters(telemetry.registry)
 
     async def on_routed(routed: QueryRouted) -> None:
+        cache: AnswerCache | None = state.get("cache")
+        lookup: Lookup | None = None
+        embedded: Embedded | None = None
         with telemetry.stage("retriever") as timer:
-            rewritten = await rewrite(routed.query.question, routed.query.history or [], settings)
-            with telemetry.tracer.start_as_current_span("hybrid_search"):
-                retrieved = await asyncio.to_thread(
-                    state["retriever"].retrieve, routed, rewritten.question if rewritten else None
-                )
+            if cache is not None and why_not_looked_up(routed) is None:
+                lookup, embedded = await look_up(cache, state["retriever"], routed)
+                get_current_span().set_attribute("rag.answer_cache", "hit" if lookup and lookup.hit else "miss")
+            if lookup is None or lookup.hit is None:
+                rewritten = await rewrite(routed.query.question, routed.query.history or [], settings)
+                with telemetry.tracer.start_as_current_span("hybrid_search"):
+                    retrieved = await asyncio.to_thread(
+                        state["retriever"].retrieve, routed, rewritten.question if rewritten else None, embedded
+                    )
+        if lookup is not None and lookup.hit is not None:
+            hits.inc()
+            answered = served(lookup.hit, routed, {**routed.timings_ms, "retriever": timer.ms})
+            await send_cached(broker, answered)
+            return
+        if lookup is not None:
+            misses.inc()
+            retrieved.retrieval.cache = lookup.key
         retrieved.timings_ms["retriever"] = timer.ms
         await publish_stage(broker, retrieved, subjects.QUERY_RETRIEVED)
 
@@ -106,7 +158,24 @@ def create_app(settings: RetrieverSettings, telemetry: ServiceTelemetry | None =
 
     broker = build_broker(settings, telemetry, state)
 
+    following: list[asyncio.Task[None]] = []
+
     async def connected() -> None:
         state["assessments"] = AssessmentStore(await open_assessments_bucket(broker, settings))
+        if settings.answer_cache:
+            kv = await open_answer_cache_bucket(broker, settings, settings)
+            cache = AnswerCache(kv, settings, await open_document_index(broker, settings))
+            following.append(asyncio.create_task(cache.follow()))
+            state["cache"] = cache
 
-    return create_service(broker, settings, telemetry, load=load, connected=connected)
+    app = create_service(broker, settings, telemetry, load=load, connected=connected)
+
+    @app.on_shutdown
+    async def stop_following() -> None:
+        for task in following:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        following.clear()
+
+    return app

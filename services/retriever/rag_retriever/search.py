@@ -46,6 +46,11 @@ ESCALATE_MARGIN = 0.05  # passages this close to the best similarity count towar
 RRF_K = 60  # reciprocal rank fusion constant (with RAG_RETRIEVER_FUSION=rrf)
 
 
+def search_text(question: str, selected_text: str | None) -> str:
+    """What is embedded and searched for a question: the question, and the selected text on its own line."""
+    return f"{question}\n{selected_text}" if selected_text else question
+
+
 @dataclass
 class Pass:
     """One question on its way through the steps: each step reads what earlier ones left."""
@@ -67,8 +72,7 @@ class Pass:
 
     @property
     def text(self) -> str:
-        """What is searched: the question, and the selected text on its own line."""
-        return f"{self.question}\n{self.selected_text}" if self.selected_text else self.question
+        return search_text(self.question, self.selected_text)
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,8 @@ class Retriever:
         pending: Future[list[float]] | None = None
         if self._second_queries is not None and self.uses_second(p.collection):
             pending = self._second_queries.submit(self._embed_second, p.text)
-        p.vectors = self._embed(p.text)
+        if not p.vectors[0]:  # else embedded already (the answer cache's lookup)
+            p.vectors = self._embed(p.text)
         p.second = pending.result() if pending is not None else None
 
     def hybrid_search(self, p: Pass) -> None:
@@ -321,8 +326,14 @@ class Retriever:
 
     # --- one question ---------------------------------------------------------------------------
 
-    def retrieve(self, routed: QueryRouted, rewritten: str | None = None) -> QueryRetrieved:
-        """The question through every step; ``rewritten``: the follow-up made standalone."""
+    def retrieve(
+        self,
+        routed: QueryRouted,
+        rewritten: str | None = None,
+        embedded: tuple[list[float], SparseVector] | None = None,
+    ) -> QueryRetrieved:
+        """The question through every step; ``rewritten``: the follow-up made standalone;
+        ``embedded``: the searched text's vectors (``search_text``) when the caller has them."""
         query = routed.query
         try:  # the gateway refuses these already; a message from elsewhere fails at once, clearly
             check_filters(query.filters)
@@ -341,6 +352,8 @@ class Retriever:
             filters=query.filters,
             route=routed.route,
         )
+        if embedded is not None:
+            p.vectors = embedded
         for step in self.steps:
             step.run(p)
         retrieval = Retrieval(

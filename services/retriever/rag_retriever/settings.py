@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag_common.answer_cache import AnswerCacheSettings
 from rag_common.settings import StoreSettings
 
 RERANKER_FOLDER = "ms-marco-MiniLM-L-12-v2-int8"
@@ -25,7 +26,7 @@ REMOVED = tuple(
 )
 
 
-class RetrieverSettings(StoreSettings):
+class RetrieverSettings(StoreSettings, AnswerCacheSettings):
     """Retriever settings; its own variables start with ``RAG_RETRIEVER_``."""
 
     model_config = SettingsConfigDict(env_prefix="RAG_RETRIEVER_", extra="ignore", populate_by_name=True)

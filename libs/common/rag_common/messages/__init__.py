@@ -13,6 +13,8 @@ from rag_common.messages.ingest import (
 from rag_common.messages.query import (
     AnswerDelta,
     AnswerError,
+    CacheKey,
+    CacheScope,
     Draft,
     DraftedStage,
     Evaluation,
@@ -37,6 +39,8 @@ __all__ = [
     "AnswerError",
     "AuditAction",
     "AuditEvent",
+    "CacheKey",
+    "CacheScope",
     "ChunkKind",
     "ChunkPayload",
     "DeadLetter",

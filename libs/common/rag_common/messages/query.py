@@ -106,12 +106,39 @@ class Query(BaseModel):
     filters: dict[str, Any] = Field(default_factory=dict)
     selected_text: str | None = None
     trace_id: str = ""
+    # Unset (a publisher that does not know the field): the question neither reads nor fills the cache.
+    tenant: str | None = Field(
+        None,
+        description="whose answer cache the question may use: the caller's owner (a key's tenant, else the key "
+        "alone, else admin or local); another tenant's cached answers are never read",
+    )
     # True when absent, so a gateway that does not know the field still gets every delta it relays.
     stream: bool = Field(
         True,
         description="whether the caller streams the answer: token deltas are sent only when true "
         "(POST /v1/query sends false and gets the final answer alone)",
     )
+
+
+class CacheScope(BaseModel):
+    """Which answers a question may be served from: the same tenant, collection, index version and
+    context (filters and selected text), nothing else."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant: str = Field(description="the asking caller's owner (a tenant, else its key, else admin or local)")
+    collection: str
+    version: int = Field(description="the collection's index version when the question was searched")
+    context: str = Field(description="digest of the question's filters and selected text")
+
+
+class CacheKey(CacheScope):
+    """Set by the retriever on a question it looked up and did not find: where the evaluator keeps
+    the answer if no flag is raised. Travels with the question to the evaluator, no further."""
+
+    digest: str = Field(description="the key's last part: digest of the normalised question and the context")
+    question: str
+    vector: str = Field(description="the question's MiniLM vector, float32, base64")
 
 
 class Retrieval(BaseModel):
@@ -127,6 +154,9 @@ class Retrieval(BaseModel):
     # its ``rag_common.quotable.sentence_key``, from vectors stored at ingest; only passages whose
     # chunks have such vectors. The generator ranks extractive sentences with them, then drops them.
     sentence_scores: dict[int, dict[str, float]] = Field(default_factory=dict)
+    # Set on a question the answer cache could serve and did not: where the evaluator keeps its
+    # answer when no flag is raised (``rag_common.answer_cache``). Dropped from the final answer.
+    cache: CacheKey | None = None
 
 
 class Draft(BaseModel):
@@ -209,12 +239,20 @@ class QueryAnswered(DraftedStage):
 
     type: Literal["rag.answer.final.v2"] = "rag.answer.final.v2"
     evaluation: Evaluation
+    cached: bool = Field(
+        False, description="served from the answer cache: an earlier unflagged answer to the same question"
+    )
 
     @field_serializer("query")
     def _query_without_history(self, query: Query, info: SerializationInfo) -> dict[str, Any]:
         """The conversation stays behind: the gateway that asked holds it, and it would make every
         answer of a long conversation travel back tens of kilobytes for nothing."""
         return query.model_dump(mode=info.mode, exclude={"history"})
+
+    @field_serializer("retrieval")
+    def _retrieval_without_cache_key(self, retrieval: Retrieval, info: SerializationInfo) -> dict[str, Any]:
+        """The cache key (the question's vector among it) was for the evaluator alone."""
+        return retrieval.model_dump(mode=info.mode, exclude={"cache"})
 
     @classmethod
     def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:

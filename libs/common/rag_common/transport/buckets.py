@@ -6,6 +6,7 @@ from typing import Any
 
 from faststream.nats import NatsBroker
 from nats.js.api import StorageType
+from prometheus_client import Counter
 
 from rag_common import subjects
 from rag_common.docindex import DocumentIndex
@@ -23,12 +24,15 @@ async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[A
     return objects, status
 
 
-async def open_document_index(broker: NatsBroker, settings: ServiceSettings) -> DocumentIndex:
-    """The per-collection document index behind listings (declared if missing)."""
+async def open_document_index(
+    broker: NatsBroker, settings: ServiceSettings, invalidations: Counter | None = None
+) -> DocumentIndex:
+    """The per-collection document index behind listings and index versions (declared if missing);
+    ``invalidations`` counts the versions this process moves."""
     kv = await broker.key_value(
         subjects.DOC_INDEX_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1
     )
-    return DocumentIndex(broker.connection.jetstream(), kv)
+    return DocumentIndex(broker.connection.jetstream(), kv, invalidations=invalidations)
 
 
 async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *, ttl_s: float) -> Any:
