@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchmarks import hop_floor, ingest, listing, overhead, query, scale
+from benchmarks import cache, hop_floor, ingest, listing, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
@@ -46,7 +46,7 @@ from rag_ingest.settings import IngestSettings
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"
 DEFAULT_MODEL_DIR = ROOT / "data" / "models" / "all-MiniLM-L6-v2-int8"
-GROUPS = ("ingest", "latency", "overhead", "throughput", "scale", "listing")
+GROUPS = ("ingest", "latency", "overhead", "throughput", "scale", "listing", "cache")
 WHOLE_GROUPS = ("latency", "overhead", "throughput")  # measured again on the whole shared corpus
 T = TypeVar("T")
 
@@ -70,6 +70,8 @@ class Bounds:
     scale_large_local: int
     scale_count: int
     scale_seconds: float
+    cache_questions: int  # asked twice per run (a full answer, then the cache's)
+    cache_seconds: float  # each pass of them
 
 
 FULL = Bounds(
@@ -88,6 +90,8 @@ FULL = Bounds(
     scale_large_local=scale.LOCAL_LARGE,
     scale_count=40,
     scale_seconds=20.0,
+    cache_questions=80,
+    cache_seconds=60.0,
 )
 QUICK = Bounds(
     target_chunks=100,
@@ -105,6 +109,8 @@ QUICK = Bounds(
     scale_large_local=1200,
     scale_count=10,
     scale_seconds=5.0,
+    cache_questions=20,
+    cache_seconds=20.0,
 )
 
 
@@ -455,7 +461,12 @@ async def measure_all(
         phase = time.perf_counter()
         await listing_runs(args, bounds, recorder)
         meta["seconds_listing"] = round(time.perf_counter() - phase, 1)
-    if not set(args.groups) - {"scale", "listing"}:
+    if "cache" in args.groups:
+        print("14. answer cache: threshold on samples/orbitly pairs; a hit through the gateway vs a full answer")
+        phase = time.perf_counter()
+        await cache_runs(args, bounds, recorder, embedder)
+        meta["seconds_cache"] = round(time.perf_counter() - phase, 1)
+    if not set(args.groups) - {"scale", "listing", "cache"}:
         return
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:
         work = Path(tmp)
@@ -544,6 +555,32 @@ async def listing_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recor
 
         with tempfile.TemporaryDirectory(prefix="rag-bench-listing-") as tmp:
             await listing.run(Path(tmp), record, sizes=sizes)
+
+
+async def cache_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:
+    """The answer cache's threshold figures (once: they do not vary) and hit/full p50 per run (``benchmarks.cache``)."""
+
+    def record(name: str, value: float, unit: str, description: str, detail: dict[str, Any] | None) -> None:
+        recorder.record(name, value, unit, description, detail)
+
+    def start(run: int) -> None:
+        recorder.run = run
+        recorder.mark()
+
+    start(1)
+    await asyncio.to_thread(cache.record_threshold, embedder, record)
+    with tempfile.TemporaryDirectory(prefix="rag-bench-cache-") as tmp:
+        work = Path(tmp)
+        await cache.measure_hits(
+            work,
+            args.model_dir.resolve(),
+            record,
+            start,
+            runs=args.runs,
+            questions=bounds.cache_questions,
+            seconds=bounds.cache_seconds,
+        )
+        close_store(work)
 
 
 async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder, embedder: Embedder) -> None:

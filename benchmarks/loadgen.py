@@ -43,6 +43,7 @@ class LoadResult:
     elapsed_s: float = 0.0  # first request sent → last response received
     latencies_ms: list[float] = field(default_factory=list)  # of ok requests, in completion order
     timings_ms: list[dict[str, float]] = field(default_factory=list)  # each ok answer's timings_ms
+    cached: list[bool] = field(default_factory=list)  # each ok answer's ``cached``
     error_samples: list[str] = field(default_factory=list)
     stopped_by: str = "count"  # "count" or "time"
 
@@ -94,6 +95,7 @@ async def run_load(spec: LoadSpec) -> LoadResult:
                     result.ok += 1
                     result.latencies_ms.append(round(ms, 3))
                     result.timings_ms.append(dict(outcome.get("timings_ms", {})))
+                    result.cached.append(bool(outcome.get("cached", False)))
 
         # A request in flight at the deadline may take up to its own timeout: bound the whole loop.
         with contextlib.suppress(TimeoutError):

@@ -16,6 +16,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_common import subjects
+from rag_common.answer_cache import AnswerCache, open_answer_cache_bucket
 from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.jsstats import JetStreamStats
@@ -144,6 +145,9 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         objects, kv = await open_buckets(broker, settings)
         index = await open_document_index(broker, settings, invalidations=gateway.metrics.cache_invalidations)
         gateway.objects, gateway.status = objects, StatusStore(kv, index)
+        if settings.answer_cache:
+            cache_kv = await open_answer_cache_bucket(broker, settings, settings)
+            gateway.answer_cache = AnswerCache(cache_kv, settings, index)
         sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
         gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
         gateway.keys = await open_key_store(broker, settings)

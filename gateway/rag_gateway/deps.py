@@ -10,7 +10,7 @@ from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
 from rag_common import subjects
-from rag_common.answer_cache import invalidation_counter
+from rag_common.answer_cache import AnswerCache, hit_counter, invalidation_counter
 from rag_common.assessments import AssessmentMetrics, AssessmentStore
 from rag_common.documents import StatusStore
 from rag_common.messages.query import Tier
@@ -27,7 +27,7 @@ UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")
 QUERY_OUTCOMES = ("answered", "refused")
 QUERY_ROUTES = ("/v1/query", "/v1/query/stream", "/v1/chat/completions")
 # The stages that report themselves in an answer's timings_ms (plus "total", added here).
-QUERY_STAGES = ("router", "retriever", "generator", "llm", "evaluator", "total")
+QUERY_STAGES = ("cache", "router", "retriever", "generator", "llm", "evaluator", "total")
 
 
 class GatewayMetrics:
@@ -78,6 +78,7 @@ class GatewayMetrics:
         for stage in QUERY_STAGES:
             self.stage_ms.labels(stage)
         self.cache_invalidations = invalidation_counter(registry)
+        self.cache_hits = hit_counter(registry)
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Gateway:
     assessment_metrics: AssessmentMetrics | None = None
     profiles: ProfileBook | None = None
     audit: AuditLog | None = None  # set once the stream is declared
+    answer_cache: AnswerCache | None = None  # with RAG_ANSWER_CACHE on: a repeated question served at once
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 

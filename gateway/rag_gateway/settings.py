@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from rag_common.answer_cache import AnswerCacheSettings
 from rag_common.messages import new_id
 from rag_common.settings import ServiceSettings
 
@@ -21,7 +22,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class GatewaySettings(ServiceSettings):
+class GatewaySettings(ServiceSettings, AnswerCacheSettings):
     """Gateway settings; variables start with ``RAG_GATEWAY_``."""
 
     model_config = SettingsConfigDict(env_prefix="RAG_GATEWAY_", extra="ignore", populate_by_name=True)

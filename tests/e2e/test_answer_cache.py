@@ -17,9 +17,12 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
+from rag_common.telemetry import ServiceTelemetry
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from rag_gateway.deps import Gateway
 from tests.support.http import parse_sse, upload, wait_for_status
 from tests.support.polling import eventually
 from tests.support.system import SAMPLE_CORPUS, stack_options
@@ -42,12 +45,25 @@ class CacheSystem:
         return httpx.AsyncClient(base_url=self.stack.base_url, timeout=60, headers={"Authorization": f"Bearer {key}"})
 
     def counter(self, service: str, name: str) -> float:
-        """A counter of one service's /metrics (each service has its own registry)."""
-        for app_telemetry in self.stack.telemetries:
-            if app_telemetry.service == service:
-                value = app_telemetry.registry.get_sample_value(name)
-                return value or 0.0
+        """A counter of one service's /metrics (each service, the gateway too, has its own registry)."""
+        telemetries = [*self.stack.telemetries, self.gateway_telemetry]
+        for telemetry in telemetries:
+            if telemetry.service == service:
+                return telemetry.registry.get_sample_value(name) or 0.0
         raise AssertionError(f"no service {service}")
+
+    @property
+    def gateway_telemetry(self) -> ServiceTelemetry:
+        assert self.stack.server is not None
+        app = self.stack.server.config.app
+        assert isinstance(app, FastAPI)
+        gateway: Gateway = app.state.gateway
+        return gateway.telemetry
+
+    def hits(self) -> float:
+        """Every hit: the gateway's (the same words) and the retriever's (normalised, or rephrased)."""
+        name = "rag_answer_cache_hits_total"
+        return self.counter("gateway", name) + self.counter("retriever", name)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +71,7 @@ async def cache_system(tmp_path_factory: pytest.TempPathFactory, model_dir: Path
     data_dir = tmp_path_factory.mktemp("cache")
     server = LocalNatsServer(data_dir / "nats")
     server.start()
-    gateway = {"auth": "on", "admin_key": ADMIN_KEY, "query_timeout_s": 30}
+    gateway = {"auth": "on", "admin_key": ADMIN_KEY, "query_timeout_s": 30, **CACHE_ON}
     options = stack_options(data_dir, server.url, model_dir, gateway=gateway, retriever=CACHE_ON, evaluator=CACHE_ON)
     try:
         async with Stack(options) as stack:
@@ -91,21 +107,27 @@ def unflagged(body: dict[str, Any]) -> None:
 
 
 async def test_the_same_question_again_is_answered_from_the_cache(cache_system: CacheSystem) -> None:
-    hits = cache_system.counter("retriever", "rag_answer_cache_hits_total")
+    hits, stores = cache_system.hits(), cache_system.counter("evaluator", "rag_answer_cache_stores_total")
+    misses = cache_system.counter("retriever", "rag_answer_cache_misses_total")
     async with cache_system.client(cache_system.acme) as acme:
         first = await ask(acme, "How much storage does the Business plan include?")
         unflagged(first)
         assert first["cached"] is False
         assert "1 TB" in first["answer"]
         second = await ask(acme, "How much storage does the Business plan include?")
+        # Other case and spacing, no question mark: the same key, found after the router.
+        normalised = await ask(acme, "how much storage does the business plan   include")
     assert second["cached"] is True
     assert second["answer"] == first["answer"]
     assert [c["source"] for c in second["citations"]] == [c["source"] for c in first["citations"]]
     assert second["request_id"] != first["request_id"]
-    assert "generator" not in second["timings_ms"]  # the later stages were skipped
+    assert "generator" not in second["timings_ms"]  # the stages were skipped
     assert second["usage"]["output_tokens"] == 0
-    assert cache_system.counter("retriever", "rag_answer_cache_hits_total") == hits + 1
-    assert cache_system.counter("evaluator", "rag_answer_cache_stores_total") >= 1
+    assert normalised["cached"] is True and normalised["answer"] == first["answer"]
+    assert set(normalised["timings_ms"]) >= {"router", "retriever"} and "generator" not in normalised["timings_ms"]
+    assert cache_system.hits() == hits + 2
+    assert cache_system.counter("retriever", "rag_answer_cache_misses_total") == misses + 1
+    assert cache_system.counter("evaluator", "rag_answer_cache_stores_total") == stores + 1
 
 
 async def test_a_streamed_question_gets_the_cached_answer_as_a_token_then_done(cache_system: CacheSystem) -> None:

@@ -41,6 +41,7 @@ def stack_options(data_dir: Path, nats_url: str, model_dir: Path, **overrides: M
         "retriever": {**store, **no_cache},
         "generator": {"model_dir": model_dir},
         "evaluator": {"model_dir": model_dir, **no_cache},
+        "gateway": dict(no_cache),
     }
     for service, values in overrides.items():
         merged.setdefault(service, {}).update(values)

@@ -85,6 +85,7 @@ def test_the_body_is_read_from_the_parts() -> None:
         "collection": "team-docs",
         "session_id": "s-7",
         "rewritten_question": "What does the Pro plan cost per year?",
+        "cached": False,
     }
 
 

@@ -13,6 +13,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_common import subjects
+from rag_common.answer_cache import served
 from rag_common.http_api import Answer
 from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
 from rag_common.names import Collection, Filters
@@ -132,6 +133,8 @@ async def submit(
             tenant=owner,
         )
     )
+    if await answered_from_cache(gateway, message.query, pending):
+        return pending
     try:
         await publish_question(gateway, message)
     except Exception as exc:
@@ -140,6 +143,33 @@ async def submit(
     pending.question = message
     log.info("question %s queued for collection %s (client_request_id=%s)", rid, body.collection, label)
     return pending
+
+
+async def answered_from_cache(gateway: Gateway, query: Query, pending: Pending) -> bool:
+    """Answer a question asked before in these very words from the answer cache, without queuing
+    it: its answer (and, for a streaming caller, its text as one token event first) goes to
+    ``pending`` as the stages would send it. Not in a conversation with earlier turns; a cache that
+    cannot be read leaves the question to the stages (the retriever looks up again)."""
+    cache = gateway.answer_cache
+    if cache is None or query.history or query.tenant is None:
+        return False
+    started = time.perf_counter()
+    try:
+        kept = await cache.verbatim(query)
+    except Exception as exc:
+        log.warning("answer cache lookup failed, question queued: %r", exc)
+        return False
+    if kept is None:
+        return False
+    answered = served(kept, query, {"cache": round((time.perf_counter() - started) * 1000, 3)})
+    if query.stream:
+        pending.queue.put_nowait(
+            AnswerDelta(request_id=query.request_id, attempt="cache", seq=0, text=answered.draft.answer)
+        )
+    pending.queue.put_nowait(answered)
+    pending.done = True
+    gateway.metrics.cache_hits.inc()
+    return True
 
 
 async def publish_question(gateway: Gateway, message: QueryRequested) -> None:

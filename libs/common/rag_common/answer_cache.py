@@ -21,9 +21,12 @@ A question is served from the cache when, all at once:
   name the same numbers and capitalised names (``same_anchors``: "Pro" and "Business" differ
   however close the sentences are). The same normalised question is found by its key at once.
 
-The retriever looks up right after embedding the question and, on a hit, sends the kept answer to
-the gateway itself (``served``); on a miss it hands the evaluator a ``CacheKey`` and the evaluator
-keeps the answer (``AnswerCache.keep``) when ``why_not_kept`` finds no reason against it.
+The gateway serves the same question verbatim before queuing it (``AnswerCache.verbatim``: two
+key-value reads, no hop). Otherwise the retriever looks up first thing (the same normalised
+question by its key, before any model run; then, with the question embedded, the nearest kept one)
+and, on a hit, sends the kept answer to the gateway itself (``served``); on a miss it hands the
+evaluator a ``CacheKey`` and the evaluator keeps the answer (``AnswerCache.keep``) when
+``why_not_kept`` finds no reason against it.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +50,7 @@ from nats.js.errors import BadRequestError, KeyNotFoundError
 from nats.js.kv import KeyValue
 from prometheus_client import CollectorRegistry, Counter
 from pydantic import AliasChoices, Field, ValidationError
-from pydantic_settings import BaseSettings
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_common import subjects
 from rag_common.docindex import DocumentIndex
@@ -66,8 +69,10 @@ TENANT_RE = re.compile(r"[A-Za-z0-9-]{1,80}")  # a key part: the gateway's Princ
 
 
 class AnswerCacheSettings(BaseSettings):
-    """The answer cache's settings, read alike by the retriever (lookups) and the evaluator (what is
-    kept); shared names, so one value holds for both."""
+    """The answer cache's settings, read alike by the gateway and the retriever (lookups) and the
+    evaluator (what is kept); shared names, so one value holds for all three."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     answer_cache: bool = Field(
         True,
@@ -200,11 +205,11 @@ def fits(cached: CacheScope, scope: CacheScope) -> bool:
     )
 
 
-def served(cached: CachedAnswer, routed: QueryRouted, timings_ms: dict[str, float]) -> QueryAnswered:
-    """The final answer for ``routed`` from a kept one: this request's query and timings, the kept
+def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> QueryAnswered:
+    """The final answer for ``query`` from a kept one: this request's query and timings, the kept
     parts, no usage (nothing was spent on it), ``cached`` true."""
     return QueryAnswered(
-        query=routed.query,
+        query=query,
         route=cached.route,
         timings_ms=timings_ms,
         retrieval=cached.retrieval,
@@ -309,15 +314,19 @@ class Mirror:
 # --- metrics ----------------------------------------------------------------------------------------
 
 
-def lookup_counters(registry: CollectorRegistry) -> tuple[Counter, Counter]:
-    """The retriever's: questions answered from the cache, and questions looked up and not found."""
-    hits = Counter("rag_answer_cache_hits_total", "Questions answered from the answer cache", registry=registry)
-    misses = Counter(
+def hit_counter(registry: CollectorRegistry) -> Counter:
+    """The gateway's (the same question verbatim) and the retriever's (the same after normalising,
+    or a rephrasing): questions answered from the cache. Their sum is every hit."""
+    return Counter("rag_answer_cache_hits_total", "Questions answered from the answer cache", registry=registry)
+
+
+def miss_counter(registry: CollectorRegistry) -> Counter:
+    """The retriever's: questions looked up and not found (a conversation's are not looked up)."""
+    return Counter(
         "rag_answer_cache_misses_total",
         "Questions looked up in the answer cache and not found (a conversation's questions are not looked up)",
         registry=registry,
     )
-    return hits, misses
 
 
 def kept_counter(registry: CollectorRegistry) -> Counter:
@@ -355,18 +364,19 @@ async def open_answer_cache_bucket(broker: NatsBroker, settings: ServiceSettings
         stream = f"KV_{subjects.ANSWER_CACHE_BUCKET}"
         config = (await js.stream_info(stream)).config
         config.max_age, config.max_bytes = cache.answer_cache_ttl_s, cache.answer_cache_max_bytes
+        config.duplicate_window = min(120.0, cache.answer_cache_ttl_s)  # as nats-py declares a bucket
         await js.update_stream(config)
         return await js.key_value(subjects.ANSWER_CACHE_BUCKET)
 
 
 @dataclass(frozen=True)
 class Lookup:
-    """What a lookup found: the kept answer (None: a miss), its question's cosine, and the key the
-    question's own answer is to be kept under."""
+    """What a lookup found: the kept answer and how close its question was (a hit), or the key the
+    question's own answer is to be kept under (a miss)."""
 
-    key: CacheKey
     hit: CachedAnswer | None = None
-    cosine: float | None = None
+    cosine: float | None = None  # the hit's, or the nearest kept question's when its answer was gone
+    key: CacheKey | None = None  # set on a miss
 
 
 class AnswerCache:
@@ -377,38 +387,50 @@ class AnswerCache:
         self.kv, self.settings, self.index = kv, settings, index
         self.mirror = Mirror()
 
-    async def lookup(self, query: Query, vector: Sequence[float]) -> Lookup:
-        """The kept answer for ``query`` (whose MiniLM vector is ``vector``): the same normalised
-        question by its key first, else the nearest kept question in the mirror."""
+    async def lookup(self, query: Query, embed: Callable[[], Awaitable[Sequence[float]]]) -> Lookup:
+        """The kept answer for ``query``: the same normalised question by its key first (no model
+        run), else the kept question nearest to its MiniLM vector (``embed`` gives it) in the mirror."""
+        scope, digest, exact = await self._same_question(query)
+        if exact is not None and normalize(exact.question) == normalize(query.question):
+            return Lookup(exact, 1.0)
+        vector = await embed()
+        key = CacheKey(**scope.model_dump(), digest=digest, question=query.question, vector=encode_vector(vector))
+        not_before = time.time() - self.settings.answer_cache_ttl_s
+        nearest = self.mirror.nearest(
+            scope, vector, query.question, min_cosine=self.settings.answer_cache_min_cosine, not_before=not_before
+        )
+        if nearest is None:
+            return Lookup(key=key)
+        found = await self._answer("a." + nearest.key[2:])
+        if found is None or not fits(found, scope) or found.stored_at < not_before:
+            self.mirror.remove(nearest.key)  # expired or replaced: the watch may not say so
+            return Lookup(cosine=nearest.cosine, key=key)
+        return Lookup(found, nearest.cosine)
+
+    async def verbatim(self, query: Query) -> CachedAnswer | None:
+        """The kept answer to exactly this question (the same text, filters and selected text), or
+        None: what the gateway serves before queuing the question. The same text passes the router
+        as it did before (its verdict depends on the text and on the collection's profile, and a
+        profile change moves the index version), so nothing it checks is skipped."""
+        _, _, exact = await self._same_question(query)
+        return exact if exact is not None and exact.question == query.question else None
+
+    async def _same_question(self, query: Query) -> tuple[CacheScope, str, CachedAnswer | None]:
+        """The question's scope (its collection's index version read now), its key's digest, and
+        the answer kept under that key when it fits the scope and is younger than the TTL (the
+        bucket drops it a little later)."""
         if self.index is None or query.tenant is None:
             raise RuntimeError("lookups need the document index and a tenant")
         context = context_digest(query.filters, query.selected_text)
         digest = question_digest(query.question, context)
-        version, exact = await asyncio.gather(
+        version, kept = await asyncio.gather(
             self.index.version(query.collection), self._answer(answer_key(query.tenant, query.collection, digest))
         )
-        key = CacheKey(
-            tenant=query.tenant,
-            collection=query.collection,
-            version=version,
-            context=context,
-            digest=digest,
-            question=query.question,
-            vector=encode_vector(vector),
+        scope = CacheScope(tenant=query.tenant, collection=query.collection, version=version, context=context)
+        fresh = (
+            kept is not None and fits(kept, scope) and kept.stored_at >= time.time() - self.settings.answer_cache_ttl_s
         )
-        if exact is not None and fits(exact, key) and normalize(exact.question) == normalize(query.question):
-            return Lookup(key, exact, 1.0)
-        not_before = time.time() - self.settings.answer_cache_ttl_s
-        nearest = self.mirror.nearest(
-            key, vector, query.question, min_cosine=self.settings.answer_cache_min_cosine, not_before=not_before
-        )
-        if nearest is None:
-            return Lookup(key)
-        found = await self._answer("a." + nearest.key[2:])
-        if found is None or not fits(found, key):
-            self.mirror.remove(nearest.key)  # expired or replaced: the watch may not say so
-            return Lookup(key, None, nearest.cosine)
-        return Lookup(key, found, nearest.cosine)
+        return scope, digest, kept if fresh else None
 
     async def _answer(self, key: str) -> CachedAnswer | None:
         try:

@@ -40,9 +40,11 @@ from rag_common.messages.assessment import (
     AssessmentRetrieved,
     AssessmentState,
 )
+from rag_common.messages.cache import CachedAnswer, CachedQuestion
 from rag_common.texts import CollectionTexts
 
-# Messages on NATS subjects, plus what is kept in a bucket (document status, collection profiles) or the vector store
+# Messages on NATS subjects, plus what is kept in a bucket (document status, collection profiles, the answer
+# cache) or the vector store
 # (chunk payloads): every shape another process reads.
 WIRE_MODELS: tuple[type[BaseModel], ...] = (
     IngestRequested,
@@ -63,6 +65,8 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     AssessmentState,
     AuditEvent,
     CollectionTexts,
+    CachedQuestion,
+    CachedAnswer,
 )
 DEFAULT_DIR = Path("docs/schemas")
 

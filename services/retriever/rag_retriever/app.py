@@ -16,7 +16,8 @@ from rag_common import subjects
 from rag_common.answer_cache import (
     AnswerCache,
     Lookup,
-    lookup_counters,
+    hit_counter,
+    miss_counter,
     open_answer_cache_bucket,
     served,
     why_not_looked_up,
@@ -42,16 +43,25 @@ log = logging.getLogger("rag.retriever")
 Embedded = tuple[list[float], SparseVector]
 
 
-async def look_up(cache: AnswerCache, retriever: Retriever, routed: QueryRouted) -> tuple[Lookup | None, Embedded]:
-    """The answer cache's verdict on a question that may use it, and the question's vectors (the
-    search reuses them). A cache that cannot be read is a miss, never a failed question."""
+async def look_up(
+    cache: AnswerCache, retriever: Retriever, routed: QueryRouted
+) -> tuple[Lookup | None, Embedded | None]:
+    """The answer cache's verdict on a question that may use it, and the question's vectors when the
+    lookup needed them (the search reuses them). A cache that cannot be read is a miss, never a
+    failed question."""
     query = routed.query
-    embedded = await asyncio.to_thread(retriever.embed_text, search_text(query.question, query.selected_text))
+    embedded: list[Embedded] = []
+
+    async def embed() -> list[float]:
+        embedded.append(await asyncio.to_thread(retriever.embed_text, search_text(query.question, query.selected_text)))
+        return embedded[0][0]
+
     try:
-        return await cache.lookup(query, embedded[0]), embedded
+        lookup: Lookup | None = await cache.lookup(query, embed)
     except Exception as exc:
         log.warning("answer cache lookup failed, answering without it: %r", exc)
-        return None, embedded
+        lookup = None
+    return lookup, embedded[0] if embedded else None
 
 
 async def send_cached(broker: NatsBroker, answered: QueryAnswered) -> None:
@@ -66,7 +76,7 @@ async def send_cached(broker: NatsBroker, answered: QueryAnswered) -> None:
 
 def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]) -> NatsBroker:
     broker = make_broker(settings, telemetry)
-    hits, misses = lookup_counters(telemetry.registry)
+    hits, misses = hit_counter(telemetry.registry), miss_counter(telemetry.registry)
 
     async def on_routed(routed: QueryRouted) -> None:
         cache: AnswerCache | None = state.get("cache")
@@ -84,7 +94,7 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
                     )
         if lookup is not None and lookup.hit is not None:
             hits.inc()
-            answered = served(lookup.hit, routed, {**routed.timings_ms, "retriever": timer.ms})
+            answered = served(lookup.hit, routed.query, {**routed.timings_ms, "retriever": timer.ms})
             await send_cached(broker, answered)
             return
         if lookup is not None:

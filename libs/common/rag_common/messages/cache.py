@@ -9,6 +9,8 @@ follows these keys to find rephrasings), ``a.<tenant>.<collection>.<digest>`` th
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from rag_common.messages.query import CacheScope, Draft, Evaluation, Retrieval, Route
@@ -17,7 +19,7 @@ from rag_common.messages.query import CacheScope, Draft, Evaluation, Retrieval, 
 class CachedQuestion(CacheScope):
     """``q.<tenant>.<collection>.<digest>``: what a lookup compares a new question with."""
 
-    type: str = "rag.cache.question.v1"
+    type: Literal["rag.cache.question.v1"] = "rag.cache.question.v1"
     question: str
     vector: str = Field(description="the question's MiniLM vector, float32, base64")
     stored_at: float = Field(description="Unix time the answer was kept")
@@ -26,7 +28,7 @@ class CachedQuestion(CacheScope):
 class CachedAnswer(CacheScope):
     """``a.<tenant>.<collection>.<digest>``: the final answer's parts as the evaluator passed them."""
 
-    type: str = "rag.cache.answer.v1"
+    type: Literal["rag.cache.answer.v1"] = "rag.cache.answer.v1"
     question: str
     stored_at: float
     route: Route
