@@ -5,7 +5,7 @@ Two measurements on the sample corpus, ``samples/orbitly``:
 1. **The threshold.** ``samples/orbitly/cache_pairs.jsonl`` pairs a kept question with one asked
    later: near-misses (another plan, another number, the opposite action: another answer) and
    rephrasings (the same answer). Each pair's MiniLM cosine and whether the anchors agree
-   (``rag_common.answer_cache.same_anchors``) give the closest near-miss the cache could serve and
+   (``rag_common.store.answer_cache.same_anchors``) give the closest near-miss the cache could serve and
    the share of rephrasings served at ``RAG_ANSWER_CACHE_MIN_COSINE``. No system runs: the cosine is
    the lookup's own.
 2. **A hit through the gateway.** The whole system on a private nats-server with the cache on and
@@ -32,13 +32,13 @@ import numpy as np
 
 from benchmarks.loadgen import LoadResult, LoadSpec, run_load_process
 from benchmarks.system import private_nats, stack_options
-from rag_common import subjects
-from rag_common.answer_cache import DEFAULT_MIN_COSINE, normalize, same_anchors
-from rag_common.docindex import DocumentIndex
-from rag_common.embedding import Embedder
+from rag_common.store.answer_cache import DEFAULT_MIN_COSINE, normalize, same_anchors
+from rag_common.store.docindex import DocumentIndex
+from rag_common.store.embedding import Embedder
+from rag_common.wire import subjects
 from rag_devrun.corpus import load_corpus
 from rag_devrun.stack import Stack
-from rag_eval.stats import summarize
+from rag_scorecard.stats import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "orbitly"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.cache import Pair, load_pairs, score_pairs, threshold_figures
-from rag_common.answer_cache import DEFAULT_MIN_COSINE
-from rag_common.embedding import get_embedder
+from rag_common.store.answer_cache import DEFAULT_MIN_COSINE
+from rag_common.store.embedding import get_embedder
 
 pytestmark = pytest.mark.component
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from rag_common.telemetry import ServiceTelemetry
+from rag_common.transport.telemetry import ServiceTelemetry
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_gateway.deps import Gateway

@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.answer_cache import AnswerCache, AnswerCacheSettings, open_answer_cache_bucket
-from rag_common.docindex import DocumentIndex
-from rag_common.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
+from rag_common.store.answer_cache import AnswerCache, AnswerCacheSettings, open_answer_cache_bucket
+from rag_common.store.docindex import DocumentIndex
+from rag_common.wire import subjects
+from rag_common.wire.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route
 from rag_devrun.natsserver import LocalNatsServer
 from tests.support.polling import eventually
 

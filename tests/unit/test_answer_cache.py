@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from rag_common.answer_cache import (
+from rag_common.store.answer_cache import (
     Mirror,
     context_digest,
     decode_vector,
@@ -21,8 +21,8 @@ from rag_common.answer_cache import (
     why_not_kept,
     why_not_looked_up,
 )
-from rag_common.http_api import Answer
-from rag_common.messages import (
+from rag_common.wire.http_api import Answer
+from rag_common.wire.messages import (
     CacheKey,
     CacheScope,
     Draft,
@@ -36,7 +36,7 @@ from rag_common.messages import (
     Turn,
     Usage,
 )
-from rag_common.messages.cache import CachedAnswer, CachedQuestion
+from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
 
 SCOPE = CacheScope(tenant="tenant-acme", collection="orbitly", version=7, context=context_digest({}, None))
 PASSAGE = Passage(n=1, source="pricing.md", section="Plans", text="The Business plan is $24 per user per month.")

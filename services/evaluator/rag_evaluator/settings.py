@@ -5,8 +5,8 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from rag_common.answer_cache import AnswerCacheSettings
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
+from rag_common.store.answer_cache import AnswerCacheSettings
 
 
 class EvaluatorSettings(ServiceSettings, AnswerCacheSettings):

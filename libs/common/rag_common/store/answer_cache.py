@@ -1,0 +1,502 @@
+"""The semantic answer cache: an earlier answer served again to the same question, or to one that
+means the same, in the same collection, for the same tenant, while the collection's index is
+unchanged.
+
+What is kept: a final answer the evaluator passed with no flag raised (not refused, no conflict,
+nothing ungrounded, no injection), to a question asked outside a conversation. Where: the
+key-value bucket ``rag-answer-cache`` (TTL ``RAG_ANSWER_CACHE_TTL_S``), two keys per answer (see
+``rag_common.wire.messages.cache``). Why a bucket and not the vector store: the evaluator, which decides
+what is kept, holds no vector store (an embedded store has one owning process), the bucket's TTL
+forgets old answers with no sweep, and every replica reads the same keys
+(docs/decisions/0210-semantic-cache.md).
+
+A question is served from the cache when, all at once:
+
+- it has no history (a conversation's follow-up depends on the turns before it), its caller has a
+  tenant (``Query.tenant``) and the router found nothing suspicious in it;
+- an answer is kept under the same tenant and collection (both in the key), the same filters and
+  selected text (``context_digest``), and the collection's current index version
+  (``DocumentIndex.version``: every upload, delete or profile change moves it);
+- the kept question's MiniLM cosine to it is at least ``RAG_ANSWER_CACHE_MIN_COSINE`` and both
+  name the same numbers and capitalised names (``same_anchors``: "Pro" and "Business" differ
+  however close the sentences are). The same normalised question is found by its key at once.
+
+The gateway serves the same question verbatim before queuing it (``AnswerCache.verbatim``: two
+key-value reads, no hop). Otherwise the retriever looks up first thing (the same normalised
+question by its key, before any model run; then, with the question embedded, the nearest kept one)
+and, on a hit, sends the kept answer to the gateway itself (``served``); on a miss it hands the
+evaluator a ``CacheKey`` and the evaluator keeps the answer (``AnswerCache.keep``) when
+``why_not_kept`` finds no reason against it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from faststream.nats import NatsBroker
+from nats.js.api import StorageType
+from nats.js.errors import BadRequestError, KeyNotFoundError
+from nats.js.kv import KeyValue
+from prometheus_client import CollectorRegistry, Counter
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag_common.config.settings import ServiceSettings
+from rag_common.store.docindex import DocumentIndex
+from rag_common.wire import subjects
+from rag_common.wire.messages import CacheKey, CacheScope, Query, QueryAnswered, QueryRouted, Usage
+from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
+
+log = logging.getLogger("rag.answer_cache")
+
+# Measured on samples/orbitly (benchmarks/cache.py, docs/decisions/0210-semantic-cache.md): the
+# closest near-miss that the anchors let through is 0.94 ("... cost per month?" / "... per year?"),
+# most rephrasings score 0.95 to 0.99.
+DEFAULT_MIN_COSINE = 0.95
+SERVED_TIERS = ("fast", "strong")  # a greeting or a blocked question never reaches the retriever
+TENANT_RE = re.compile(r"[A-Za-z0-9-]{1,80}")  # a key part: the gateway's Principal.owner
+
+
+class AnswerCacheSettings(BaseSettings):
+    """The answer cache's settings, read alike by the gateway and the retriever (lookups) and the
+    evaluator (what is kept); shared names, so one value holds for all three."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    answer_cache: bool = Field(
+        True,
+        validation_alias=AliasChoices("RAG_ANSWER_CACHE"),
+        description="serve an earlier unflagged answer to the same question (or one meaning the same) in the same "
+        "collection, for the same tenant, while the collection's documents are unchanged; never in a conversation",
+    )
+    answer_cache_min_cosine: float = Field(
+        DEFAULT_MIN_COSINE,
+        ge=0.5,
+        le=1.0,
+        validation_alias=AliasChoices("RAG_ANSWER_CACHE_MIN_COSINE"),
+        description="answer cache: the least MiniLM cosine between a kept question and a new one for a hit (0.95 "
+        "measured on samples/orbitly: a rephrasing hits, a question about another plan misses)",
+    )
+    answer_cache_ttl_s: float = Field(
+        24 * 3600.0,
+        gt=0,
+        validation_alias=AliasChoices("RAG_ANSWER_CACHE_TTL_S"),
+        description="answer cache: how long a kept answer may be served (the bucket's TTL)",
+    )
+    answer_cache_max_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1024 * 1024,
+        validation_alias=AliasChoices("RAG_ANSWER_CACHE_MAX_BYTES"),
+        description="answer cache: the bucket's size; when full, new answers are not kept until old ones expire",
+    )
+
+
+# --- keys and digests (pure) ------------------------------------------------------------------------
+
+
+def normalize(question: str) -> str:
+    """The question as its key sees it: case, runs of spaces and closing punctuation do not count."""
+    return " ".join(question.casefold().split()).rstrip("?!. ")
+
+
+def context_digest(filters: Mapping[str, Any], selected_text: str | None) -> str:
+    """What besides the question decides the answer: its payload filters and selected text."""
+    canonical = json.dumps({"filters": filters, "selected_text": selected_text}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def question_digest(question: str, context: str) -> str:
+    return hashlib.sha256(f"{normalize(question)}\0{context}".encode()).hexdigest()[:32]
+
+
+def question_key(tenant: str, collection: str, digest: str) -> str:
+    return f"q.{tenant}.{collection}.{digest}"
+
+
+def answer_key(tenant: str, collection: str, digest: str) -> str:
+    return f"a.{tenant}.{collection}.{digest}"
+
+
+def encode_vector(vector: Sequence[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
+
+
+_WORD = re.compile(r"[0-9A-Za-z]+(?:[.'’-][0-9A-Za-z]+)*")
+_SENTENCE_END = re.compile(r"[.?!:;]\s+")
+
+
+def anchors(text: str) -> set[str]:
+    """The words that pin what a question asks about: numbers, and capitalised words other than a
+    sentence's first (plan, product and feature names: "Pro", "SSO", "EU"), case-folded."""
+    found: set[str] = set()
+    for sentence in _SENTENCE_END.split(text):
+        for i, word in enumerate(_WORD.findall(sentence)):
+            if any(c.isdigit() for c in word) or (i > 0 and any(c.isupper() for c in word) and word != "I"):
+                found.add(word.casefold())
+    return found
+
+
+def same_anchors(a: str, b: str) -> bool:
+    """Whether every anchor of each question appears among the other's words (so "the pro plan"
+    matches "the Pro plan", but "Pro" never matches "Business", nor "10 users" "20 users")."""
+    words_a = {w.casefold() for w in _WORD.findall(a)}
+    words_b = {w.casefold() for w in _WORD.findall(b)}
+    return anchors(a) <= words_b and anchors(b) <= words_a
+
+
+# --- what may be looked up, what may be kept (pure) -------------------------------------------------
+
+
+def why_not_looked_up(routed: QueryRouted) -> str | None:
+    """Why this question may not be answered from the cache (None: it may)."""
+    query = routed.query
+    if query.tenant is None or TENANT_RE.fullmatch(query.tenant) is None:
+        return "no tenant"
+    if query.history:
+        return "a conversation with earlier turns"
+    if routed.suspicions or routed.route.attack_dropped:
+        return "injection suspected"
+    if routed.route.tier not in SERVED_TIERS:
+        return f"tier {routed.route.tier}"
+    return None
+
+
+def why_not_kept(answered: QueryAnswered) -> str | None:
+    """Why this final answer may not be kept (None: it may): only a looked-up question's answer,
+    passed by the evaluator with no flag raised, is."""
+    if answered.retrieval.cache is None or answered.cached:
+        return "not looked up"
+    raised = sorted(name for name, on in answered.evaluation.flags.items() if on)
+    if raised:
+        return f"flag raised: {', '.join(raised)}"
+    if answered.evaluation.flagged or answered.draft.refused or answered.retrieval.refused:
+        return "refused or flagged"
+    if answered.query.history:
+        return "a conversation with earlier turns"
+    if answered.suspicions or answered.route.attack_dropped or answered.draft.preface:
+        return "injection suspected"
+    if answered.route.tier not in SERVED_TIERS:
+        return f"tier {answered.route.tier}"
+    return None
+
+
+def fits(cached: CacheScope, scope: CacheScope) -> bool:
+    """Whether a kept answer may serve a question of ``scope``: same tenant, collection, version, context."""
+    return (cached.tenant, cached.collection, cached.version, cached.context) == (
+        scope.tenant,
+        scope.collection,
+        scope.version,
+        scope.context,
+    )
+
+
+def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> QueryAnswered:
+    """The final answer for ``query`` from a kept one: this request's query and timings, the kept
+    parts, no usage (nothing was spent on it), ``cached`` true."""
+    return QueryAnswered(
+        query=query,
+        route=cached.route,
+        timings_ms=timings_ms,
+        retrieval=cached.retrieval,
+        draft=cached.draft.model_copy(update={"usage": Usage()}),
+        evaluation=cached.evaluation,
+        cached=True,
+    )
+
+
+# --- the retriever's copy of the kept questions (pure) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Nearest:
+    key: str  # the question's key (``q.…``)
+    cosine: float
+
+
+@dataclass
+class _Kept:
+    question: str
+    version: int
+    context: str
+    vector: np.ndarray
+    stored_at: float
+
+
+class Mirror:
+    """The kept questions, by tenant and collection, as the bucket's ``q.`` keys say (a watch keeps
+    it current): what a lookup compares a new question with, in memory."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str], dict[str, _Kept]] = {}
+        self._matrices: dict[tuple[str, str], tuple[list[str], np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(group) for group in self._groups.values())
+
+    def put(self, key: str, record: CachedQuestion) -> None:
+        vector = decode_vector(record.vector)
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:
+            return
+        group = (record.tenant, record.collection)
+        kept = _Kept(record.question, record.version, record.context, vector / norm, record.stored_at)
+        self._groups.setdefault(group, {})[key] = kept
+        self._matrices.pop(group, None)
+
+    def remove(self, key: str) -> None:
+        for group, kept in list(self._groups.items()):
+            if kept.pop(key, None) is not None:
+                self._matrices.pop(group, None)
+                if not kept:
+                    del self._groups[group]
+
+    def clear(self) -> None:
+        self._groups.clear()
+        self._matrices.clear()
+
+    def _drop_stale(self, group: tuple[str, str], version: int, not_before: float) -> None:
+        """Forget a group's questions of an older index version, or older than the TTL."""
+        kept = self._groups.get(group, {})
+        stale = [key for key, k in kept.items() if k.version < version or k.stored_at < not_before]
+        for key in stale:
+            del kept[key]
+        if stale:
+            self._matrices.pop(group, None)
+
+    def nearest(
+        self, scope: CacheScope, vector: Sequence[float], question: str, *, min_cosine: float, not_before: float
+    ) -> Nearest | None:
+        """The closest kept question of ``scope`` at ``min_cosine`` or more with the same anchors."""
+        group = (scope.tenant, scope.collection)
+        self._drop_stale(group, scope.version, not_before)
+        kept = self._groups.get(group)
+        if not kept:
+            return None
+        keys, matrix = self._matrix(group, kept)
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return None
+        cosines = matrix @ (query / norm)
+        for i in np.argsort(-cosines):
+            cosine = float(cosines[i])
+            if cosine < min_cosine:
+                return None
+            k = kept[keys[i]]
+            if k.version == scope.version and k.context == scope.context and same_anchors(k.question, question):
+                return Nearest(keys[i], cosine)
+        return None
+
+    def _matrix(self, group: tuple[str, str], kept: dict[str, _Kept]) -> tuple[list[str], np.ndarray]:
+        built = self._matrices.get(group)
+        if built is None:
+            keys = list(kept)
+            built = keys, np.stack([kept[key].vector for key in keys])
+            self._matrices[group] = built
+        return built
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+
+def hit_counter(registry: CollectorRegistry) -> Counter:
+    """The gateway's (the same question verbatim) and the retriever's (the same after normalising,
+    or a rephrasing): questions answered from the cache. Their sum is every hit."""
+    return Counter("rag_answer_cache_hits_total", "Questions answered from the answer cache", registry=registry)
+
+
+def miss_counter(registry: CollectorRegistry) -> Counter:
+    """The retriever's: questions looked up and not found (a conversation's are not looked up)."""
+    return Counter(
+        "rag_answer_cache_misses_total",
+        "Questions looked up in the answer cache and not found (a conversation's questions are not looked up)",
+        registry=registry,
+    )
+
+
+def kept_counter(registry: CollectorRegistry) -> Counter:
+    """The evaluator's: answers kept in the answer cache."""
+    return Counter("rag_answer_cache_stores_total", "Answers kept in the answer cache", registry=registry)
+
+
+def invalidation_counter(registry: CollectorRegistry) -> Counter:
+    """The gateway's and ingest's: changes of a collection's index version (an upload or delete
+    accepted, ingest changing the index, a profile set), each of which retires its cached answers."""
+    return Counter(
+        "rag_answer_cache_invalidations_total",
+        "Changes of a collection's index version, each retiring the collection's cached answers",
+        registry=registry,
+    )
+
+
+# --- the bucket -------------------------------------------------------------------------------------
+
+
+async def open_answer_cache_bucket(broker: NatsBroker, settings: ServiceSettings, cache: AnswerCacheSettings) -> Any:
+    """The answer cache bucket (declared if missing; a bucket declared with another TTL or size gets
+    the settings' values)."""
+    try:
+        return await broker.key_value(
+            subjects.ANSWER_CACHE_BUCKET,
+            storage=StorageType.FILE,
+            replicas=settings.js_replicas,
+            history=1,
+            ttl=cache.answer_cache_ttl_s,
+            max_bytes=cache.answer_cache_max_bytes,
+        )
+    except BadRequestError:  # declared before with other limits
+        js = broker.connection.jetstream()
+        stream = f"KV_{subjects.ANSWER_CACHE_BUCKET}"
+        config = (await js.stream_info(stream)).config
+        config.max_age, config.max_bytes = cache.answer_cache_ttl_s, cache.answer_cache_max_bytes
+        config.duplicate_window = min(120.0, cache.answer_cache_ttl_s)  # as nats-py declares a bucket
+        await js.update_stream(config)
+        return await js.key_value(subjects.ANSWER_CACHE_BUCKET)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a lookup found: the kept answer and how close its question was (a hit), or the key the
+    question's own answer is to be kept under (a miss)."""
+
+    hit: CachedAnswer | None = None
+    cosine: float | None = None  # the hit's, or the nearest kept question's when its answer was gone
+    key: CacheKey | None = None  # set on a miss
+
+
+class AnswerCache:
+    """Reads (retriever) and writes (evaluator) the bucket ``kv``; ``index`` gives the collections'
+    index versions (the retriever's; None where nothing is looked up)."""
+
+    def __init__(self, kv: KeyValue, settings: AnswerCacheSettings, index: DocumentIndex | None = None) -> None:
+        self.kv, self.settings, self.index = kv, settings, index
+        self.mirror = Mirror()
+
+    async def lookup(self, query: Query, embed: Callable[[], Awaitable[Sequence[float]]]) -> Lookup:
+        """The kept answer for ``query``: the same normalised question by its key first (no model
+        run), else the kept question nearest to its MiniLM vector (``embed`` gives it) in the mirror."""
+        scope, digest, exact = await self._same_question(query)
+        if exact is not None and normalize(exact.question) == normalize(query.question):
+            return Lookup(exact, 1.0)
+        vector = await embed()
+        key = CacheKey(**scope.model_dump(), digest=digest, question=query.question, vector=encode_vector(vector))
+        not_before = time.time() - self.settings.answer_cache_ttl_s
+        nearest = self.mirror.nearest(
+            scope, vector, query.question, min_cosine=self.settings.answer_cache_min_cosine, not_before=not_before
+        )
+        if nearest is None:
+            return Lookup(key=key)
+        found = await self._answer("a." + nearest.key[2:])
+        if found is None or not fits(found, scope) or found.stored_at < not_before:
+            self.mirror.remove(nearest.key)  # expired or replaced: the watch may not say so
+            return Lookup(cosine=nearest.cosine, key=key)
+        return Lookup(found, nearest.cosine)
+
+    async def verbatim(self, query: Query) -> CachedAnswer | None:
+        """The kept answer to exactly this question (the same text, filters and selected text), or
+        None: what the gateway serves before queuing the question. The same text passes the router
+        as it did before (its verdict depends on the text and on the collection's profile, and a
+        profile change moves the index version), so nothing it checks is skipped."""
+        _, _, exact = await self._same_question(query)
+        return exact if exact is not None and exact.question == query.question else None
+
+    async def _same_question(self, query: Query) -> tuple[CacheScope, str, CachedAnswer | None]:
+        """The question's scope (its collection's index version read now), its key's digest, and
+        the answer kept under that key when it fits the scope and is younger than the TTL (the
+        bucket drops it a little later)."""
+        if self.index is None or query.tenant is None:
+            raise RuntimeError("lookups need the document index and a tenant")
+        context = context_digest(query.filters, query.selected_text)
+        digest = question_digest(query.question, context)
+        version, kept = await asyncio.gather(
+            self.index.version(query.collection), self._answer(answer_key(query.tenant, query.collection, digest))
+        )
+        scope = CacheScope(tenant=query.tenant, collection=query.collection, version=version, context=context)
+        fresh = (
+            kept is not None and fits(kept, scope) and kept.stored_at >= time.time() - self.settings.answer_cache_ttl_s
+        )
+        return scope, digest, kept if fresh else None
+
+    async def _answer(self, key: str) -> CachedAnswer | None:
+        try:
+            entry = await self.kv.get(key)
+        except KeyNotFoundError:
+            return None
+        if not entry.value:
+            return None
+        try:
+            return CachedAnswer.model_validate_json(entry.value)
+        except ValidationError as exc:  # written by another version: a miss, overwritten by the next keep
+            log.warning("unreadable cached answer %s: %s", key, exc)
+            return None
+
+    async def keep(self, answered: QueryAnswered) -> bool:
+        """Keep ``answered`` under the key its retriever gave, unless ``why_not_kept`` objects."""
+        key = answered.retrieval.cache
+        if key is None or why_not_kept(answered) is not None:
+            return False
+        now = time.time()
+        scope = {"tenant": key.tenant, "collection": key.collection, "version": key.version, "context": key.context}
+        answer = CachedAnswer(
+            **scope,
+            question=key.question,
+            stored_at=now,
+            route=answered.route,
+            retrieval=answered.retrieval.model_copy(update={"cache": None}),
+            draft=answered.draft,
+            evaluation=answered.evaluation,
+        )
+        record = CachedQuestion(**scope, question=key.question, vector=key.vector, stored_at=now)
+        # Both at once: a question key seen before its answer is a miss, never a wrong answer.
+        await asyncio.gather(
+            self.kv.put(answer_key(key.tenant, key.collection, key.digest), answer.model_dump_json().encode()),
+            self.kv.put(question_key(key.tenant, key.collection, key.digest), record.model_dump_json().encode()),
+        )
+        return True
+
+    def apply(self, entry: KeyValue.Entry) -> None:
+        """One update of a ``q.`` key into the mirror: a put adds, a delete or purge removes."""
+        if entry.operation is not None or not entry.value:
+            self.mirror.remove(entry.key)
+            return
+        try:
+            self.mirror.put(entry.key, CachedQuestion.model_validate_json(entry.value))
+        except (ValidationError, ValueError) as exc:
+            log.warning("unreadable cached question %s: %s", entry.key, exc)
+
+    async def follow(self, retry_s: float = 1.0) -> None:
+        """Keep the mirror in step with the bucket's question keys until cancelled. A watch that
+        fails is started again (the mirror refilled from the keys there are); meanwhile the same
+        question is still found by its key, and a rephrasing is a miss."""
+        while True:
+            watcher = None
+            try:
+                watcher = await self.kv.watch("q.>")
+                self.mirror.clear()
+                async for entry in watcher:
+                    if entry is not None:
+                        self.apply(entry)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("answer cache watch failed, starting again: %r", exc)
+            finally:
+                if watcher is not None:
+                    with contextlib.suppress(Exception):
+                        await watcher.stop()  # type: ignore[no-untyped-call]  # nats-py leaves it untyped
+            await asyncio.sleep(retry_s)
