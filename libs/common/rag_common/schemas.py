@@ -36,6 +36,7 @@ from rag_common.messages import (
 )
 from rag_common.messages.assessment import (
     AssessmentDrafted,
+    AssessmentRejected,
     AssessmentRequested,
     AssessmentRetrieved,
     AssessmentState,
@@ -60,6 +61,7 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     AssessmentRequested,
     AssessmentRetrieved,
     AssessmentDrafted,
+    AssessmentRejected,
     AssessmentState,
     AuditEvent,
     CollectionTexts,

@@ -13,7 +13,7 @@ from rag_common import subjects
 from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
 from rag_common.embedding import get_embedder
 from rag_common.messages import QueryRouted
-from rag_common.messages.assessment import AssessmentRequested, AssessmentRetrieved
+from rag_common.messages.assessment import AssessmentRejected, AssessmentRequested, AssessmentRetrieved
 from rag_common.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.transport.broker import make_broker
 from rag_common.transport.buckets import open_assessments_bucket
@@ -22,7 +22,7 @@ from rag_common.transport.publishing import publish_assessment, publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.vectors import configured_store
-from rag_retriever.assessing import assessment_items
+from rag_retriever.assessing import assessment_items, regeneration_items
 from rag_retriever.rewriting import rewrite
 from rag_retriever.search import Retriever
 from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
@@ -62,7 +62,8 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
 def register_assessments(
     broker: NatsBroker, settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]
 ) -> None:
-    """The retriever's stage of an assessment: passages for every question spec."""
+    """The retriever's stage of an assessment: passages for every question spec, and other passages
+    for the questions the evaluator sends back."""
     metrics = AssessmentMetrics(telemetry.registry)
     recipe = AssessmentRecipeSettings()
 
@@ -90,6 +91,27 @@ def register_assessments(
         area="assessment",
         model=AssessmentRequested,
         work=on_requested,
+        ack_wait=120.0,
+        on_failure=assessment_failure_hook(store, metrics),
+    )
+
+    async def on_rejected(rejected: AssessmentRejected) -> None:
+        job = rejected.assessment
+        with telemetry.tracer.start_as_current_span("assessment_retrieval"):
+            items = await asyncio.to_thread(regeneration_items, state["retriever"], recipe, job, rejected.items)
+        again = AssessmentRetrieved(assessment=job, items=items, foils=rejected.foils, round=rejected.round)
+        await publish_assessment(broker, again, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:{rejected.round}")
+
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subjects.ASSESSMENT_REJECTED,
+        consumer=subjects.RETRIEVER_REJECTED_CONSUMER,
+        stream=ASSESSMENT_JSTREAM,
+        area="assessment",
+        model=AssessmentRejected,
+        work=on_rejected,
         ack_wait=120.0,
         on_failure=assessment_failure_hook(store, metrics),
     )
