@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_common import subjects
-from rag_common.embedding import get_embedder
-from rag_common.messages import IngestRequested, Passage
-from rag_common.messages.assessment import (
+from rag_common.store.embedding import get_embedder
+from rag_common.store.factory import configured_store
+from rag_common.transport.streams import ASSESSMENT_JSTREAM
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import IngestRequested, Passage
+from rag_common.wire.messages.assessment import (
     Assessment,
     AssessmentDrafted,
     AssessmentItem,
@@ -21,9 +24,6 @@ from rag_common.messages.assessment import (
     Blueprint,
     QuestionSpec,
 )
-from rag_common.telemetry import setup_telemetry
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
-from rag_common.vectors import configured_store
 from rag_evaluator.app import build_broker as build_evaluator
 from rag_evaluator.settings import EvaluatorSettings
 from rag_generator.questions import write_question
