@@ -59,20 +59,13 @@ async def _written(batch: Callable[[], Awaitable[object]], attempts: int = 5) ->
     await asyncio.wait_for(batch(), 60)
 
 
-async def _p50_ms(
-    client: httpx.AsyncClient, method: str, path: str, count: int, seconds: float, **request: Any
-) -> float:
-    times: list[float] = []
-    deadline = time.monotonic() + seconds
-    while len(times) < count and time.monotonic() < deadline:
-        started = time.perf_counter()
-        response = await client.request(method, path, **request)
-        times.append((time.perf_counter() - started) * 1000)
-        assert response.status_code == 200, response.text
-    return median(times)
-
-
 CHAT = {"model": "target", "messages": [{"role": "user", "content": "hello"}]}
+REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "documents": ("GET", "/v1/documents", {"params": {"collection": "target"}}),
+    "collections": ("GET", "/v1/collections", {}),
+    "models": ("GET", "/v1/models", {}),
+    "chat": ("POST", "/v1/chat/completions", {"json": CHAT}),
+}
 WHAT = {
     "documents": "GET /v1/documents?collection= of a one-document collection",
     "collections": "GET /v1/collections",
@@ -81,13 +74,21 @@ WHAT = {
 }
 
 
-async def _measure(client: httpx.AsyncClient, count: int, seconds: float) -> dict[str, float]:
-    return {
-        "documents": await _p50_ms(client, "GET", "/v1/documents", count, seconds, params={"collection": "target"}),
-        "collections": await _p50_ms(client, "GET", "/v1/collections", count, seconds),
-        "models": await _p50_ms(client, "GET", "/v1/models", count, seconds),
-        "chat": await _p50_ms(client, "POST", "/v1/chat/completions", count, seconds, json=CHAT),
-    }
+async def _measure(client: httpx.AsyncClient, rounds: int, per_round: int, pause_s: float) -> dict[str, float]:
+    """p50 ms of each request, taken in ``rounds`` rounds of ``per_round`` each, the requests taking
+    turns and the rounds ``pause_s`` apart: a burst of other work on the shared machine then lands
+    on every request alike and on a few samples, not on one request's whole measurement."""
+    times: dict[str, list[float]] = {name: [] for name in REQUESTS}
+    for round_ in range(rounds):
+        if round_:
+            await asyncio.sleep(pause_s)
+        for name, (method, path, request) in REQUESTS.items():
+            for _ in range(per_round):
+                started = time.perf_counter()
+                response = await client.request(method, path, **request)
+                times[name].append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, response.text
+    return {name: median(samples) for name, samples in times.items()}
 
 
 async def _check_counts(client: httpx.AsyncClient, elsewhere: int) -> None:
@@ -98,7 +99,13 @@ async def _check_counts(client: httpx.AsyncClient, elsewhere: int) -> None:
 
 
 async def run(
-    work: Path, record: Record, *, sizes: tuple[int, ...] = SIZES, count: int = 40, seconds: float = 10
+    work: Path,
+    record: Record,
+    *,
+    sizes: tuple[int, ...] = SIZES,
+    rounds: int = 12,
+    per_round: int = 5,
+    pause_s: float = 0.5,
 ) -> None:
     async with private_nats(work / "nats") as server:
         services = ("router", "evaluator")
@@ -129,7 +136,7 @@ async def run(
                         )
                         written = batch.stop
                     await _check_counts(client, size)
-                    for name, ms in (await _measure(client, count, seconds)).items():
+                    for name, ms in (await _measure(client, rounds, per_round, pause_s)).items():
                         figures[name][size] = ms
                     print(
                         f"  {size:>6} documents elsewhere: list one-document collection "
