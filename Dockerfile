@@ -20,6 +20,7 @@ COPY pyproject.toml requirements.lock ./
 COPY libs ./libs
 COPY services ./services
 COPY gateway ./gateway
+COPY tools ./tools
 COPY scripts ./scripts
 COPY samples ./samples
 

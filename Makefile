@@ -74,7 +74,7 @@ run-processes: install model ## make run with one process per service (store, ro
 
 test: install model ## install everything, lint, and run the whole suite
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy libs services gateway tests benchmarks
+	$(VENV)/bin/mypy libs services gateway tests benchmarks tools
 	$(PY) -m pytest -m "not cluster"
 
 test-unit: install ## unit and component tests: pure functions and one service on the in-memory broker (no server, seconds)
@@ -87,10 +87,10 @@ test-cluster: install model ## a three-node NATS cluster: stream leader killed, 
 	$(PY) -m pytest -m cluster
 
 eval-assessments: install model ## 10 MCQ + 5 short + 2 long per shared eval corpus, without a model; writes reports/eval-assessments.json
-	$(PY) -m rag_eval.assessments $(EVAL_ARGS)
+	$(PY) -m rag_scorecard.assessments $(EVAL_ARGS)
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json
-	$(PY) -m rag_eval --dataset $(DATASET) $(EVAL_ARGS)
+	$(PY) -m rag_scorecard --dataset $(DATASET) $(EVAL_ARGS)
 
 bench: install model ## speed, throughput and overhead benchmarks; writes reports/bench.json
 	$(PY) -m benchmarks $(BENCH_ARGS)
@@ -99,7 +99,7 @@ chaos: install model ## kill each service and nats-server with load in flight (<
 	timeout 330 $(PY) -m benchmarks.chaos $(if $(CLUSTER),--cluster $(CLUSTER)) $(CHAOS_ARGS)
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests benchmarks
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy libs services gateway tests benchmarks tools
 
 clean: ## remove the virtualenv and local data
 	rm -rf $(VENV) data

@@ -34,12 +34,12 @@ from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
 from benchmarks.report import WHOLE, Recorder, git_commit, load_average, machine, print_summary, write_report
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
-from rag_common.embedding import Embedder, get_embedder
-from rag_common.settings import StoreSettings
+from rag_common.config.settings import StoreSettings
+from rag_common.store.embedding import Embedder, get_embedder
 from rag_devrun.processes import Cluster, free_port
 from rag_devrun.stack import Stack
-from rag_eval.stats import summarize
 from rag_ingest.settings import IngestSettings
+from rag_scorecard.stats import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"

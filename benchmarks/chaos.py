@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer, NatsCluster
 from rag_devrun.processes import PROCESSES, Cluster, free_port
 

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from rag_common.embedding import get_embedder
+from rag_common.store.embedding import get_embedder
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.parsing import Block
 

@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_common.embedding import Embedder
-from rag_common.messages import IngestRequested
+from rag_common.store.embedding import Embedder
+from rag_common.wire.messages import IngestRequested
 from rag_devrun.corpus import corpus_files
 from rag_ingest.pipeline import make_chunks
 from rag_ingest.settings import IngestSettings

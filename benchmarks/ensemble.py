@@ -37,7 +37,7 @@ from qdrant_client import QdrantClient, models
 
 from benchmarks.late_interaction import LateInteractionReranker
 from benchmarks.retrieval_sweep import CachedEmbedder, CachedSecond, evaluate, ingest, parse_variant
-from rag_common.embedding import (
+from rag_common.store.embedding import (
     BM25_AVG_LEN,
     DENSE_BATCH,
     DENSE_DIM,
@@ -48,12 +48,12 @@ from rag_common.embedding import (
     SparseVector,
     get_embedder,
 )
-from rag_common.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
-from rag_common.vectors import qdrant_collection as qdrant_name
-from rag_eval.dataset import load_dataset
+from rag_common.store.vectors import DENSE, SPARSE, ChunkRecord, Hit, VectorStore, build_filter, hit_of, point_id
+from rag_common.store.vectors import qdrant_collection as qdrant_name
 from rag_retriever.ranking import weighted_dbsf
 from rag_retriever.search import Retriever, build_steps
 from rag_retriever.settings import RetrieverSettings
+from rag_scorecard.dataset import load_dataset
 
 BGE_QUERY_PREFIX = SECOND_QUERY_PREFIX  # bge-*-en-v1.5's instruction
 BM25_SIDE = "bm25"

@@ -31,7 +31,7 @@ import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 from benchmarks.system import private_nats
-from rag_eval.stats import summarize
+from rag_scorecard.stats import summarize
 
 STREAM, SUBJECT, DURABLE = "BENCH_FLOOR", "bench.floor.hop", "bench-floor"
 

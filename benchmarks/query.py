@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.loadgen import LoadResult, LoadSpec, run_load_process
-from rag_eval.stats import summarize
+from rag_scorecard.stats import summarize
 
 STAGES = ("router", "retriever", "generator", "evaluator")
 

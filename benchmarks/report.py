@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.cpu import CpuSnapshot, cores_used, snapshot
-from rag_eval.stats import median
+from rag_scorecard.stats import median
 
 
 @dataclass

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
-from rag_common.embedding import STOPWORDS
-from rag_common.vectors import Hit
+from rag_common.store.embedding import STOPWORDS
+from rag_common.store.vectors import Hit
 from rag_retriever.assessment import cosine, mmr, section_of
 from rag_retriever.ranking import keyword_query, title_words
 from rag_retriever.search import Pass, Retriever, Step

@@ -20,13 +20,13 @@ from pathlib import Path
 from qdrant_client import QdrantClient
 
 from benchmarks.retrieval_sweep import CachedEmbedder, ingest, parse_variant
-from rag_common.embedding import get_embedder
-from rag_common.messages import Query, QueryRouted, Route
-from rag_common.vectors import VectorStore
-from rag_eval.dataset import load_dataset
+from rag_common.store.embedding import get_embedder
+from rag_common.store.vectors import VectorStore
+from rag_common.wire.messages import Query, QueryRouted, Route
 from rag_ingest.settings import IngestSettings
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
+from rag_scorecard.dataset import load_dataset
 
 
 def configure(spec: str) -> tuple[IngestSettings, RetrieverSettings]:

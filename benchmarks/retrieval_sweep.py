@@ -37,16 +37,23 @@ from typing import Any
 from qdrant_client import QdrantClient
 
 from benchmarks.retrieval_lab import add_lab_steps
-from rag_common.embedding import BM25_AVG_LEN, Embedder, SecondEmbedder, SparseVector, get_embedder, get_second_embedder
-from rag_common.messages import IngestRequested, Query, QueryRouted, Route
-from rag_common.vectors import ChunkRecord, VectorStore
+from rag_common.store.embedding import (
+    BM25_AVG_LEN,
+    Embedder,
+    SecondEmbedder,
+    SparseVector,
+    get_embedder,
+    get_second_embedder,
+)
+from rag_common.store.vectors import ChunkRecord, VectorStore
+from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
 from rag_devrun.corpus import corpus_files
-from rag_eval.dataset import load_dataset
-from rag_eval.metrics import score_retrieval, summarize_retrieval
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings
 from rag_retriever.search import Retriever, describe
 from rag_retriever.settings import RetrieverSettings
+from rag_scorecard.dataset import load_dataset
+from rag_scorecard.metrics import score_retrieval, summarize_retrieval
 
 
 class CachedEmbedder:

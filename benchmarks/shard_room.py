@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from qdrant_edge import EdgeShard, Point, SparseVector, UpdateOperation
 
-from rag_common.edge_shard import DENSE, DENSE_DIM, SPARSE, shard_config
+from rag_common.store.edge_shard import DENSE, DENSE_DIM, SPARSE, shard_config
 
 BATCH = 500
 

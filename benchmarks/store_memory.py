@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from benchmarks.chaos import MODEL_DIR, ROOT
-from rag_common.memory import anonymous_mb
+from rag_common.store.memory import anonymous_mb
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.processes import Cluster, free_port
 

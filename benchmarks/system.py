@@ -7,8 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-from rag_common.settings import StoreSettings
-from rag_common.vectors import configured_store
+from rag_common.config.settings import StoreSettings
+from rag_common.store.factory import configured_store
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import StackOptions
 

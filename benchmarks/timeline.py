@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rag_common import subjects
-from rag_eval.stats import summarize
+from rag_common.wire import subjects
+from rag_scorecard.stats import summarize
 
 FINAL = "final"
 # The subjects a question travels, in order, and the stage that receives each.

@@ -2,7 +2,7 @@
 
 import uvicorn
 
-from rag_common.runner import configure_logging, load_settings
+from rag_common.transport.runner import configure_logging, load_settings
 from rag_gateway.app import create_app
 from rag_gateway.serving import uvicorn_config
 from rag_gateway.settings import GatewaySettings

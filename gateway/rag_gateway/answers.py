@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswered, QueryRequested
+from rag_common.wire.messages import AnswerDelta, AnswerError, QueryAnswered, QueryRequested
 
 log = logging.getLogger("rag.gateway")
 

@@ -15,23 +15,16 @@ from faststream.nats import NatsBroker, NatsMessage
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore
-from rag_common.documents import StatusStore
-from rag_common.jsstats import JetStreamStats
-from rag_common.profiles import ProfileBook, open_profiles_bucket
-from rag_common.sessions import SessionStore
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file
+from rag_common.config.texts import check_collections_file
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore
+from rag_common.store.buckets import open_assessments_bucket, open_buckets, open_document_index, open_sessions_bucket
+from rag_common.store.documents import StatusStore
+from rag_common.store.profiles import ProfileBook, open_profiles_bucket
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import (
-    open_assessments_bucket,
-    open_buckets,
-    open_document_index,
-    open_sessions_bucket,
-)
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
 from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
 from rag_gateway.answers import AnswerHub
 from rag_gateway.api import assessments, audit, collections, documents, health, keys, openai, query, sessions
@@ -40,8 +33,10 @@ from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
 from rag_gateway.headers import DOCS_ASSETS, install_browser_protection
+from rag_gateway.jsstats import JetStreamStats
 from rag_gateway.keystore import open_key_store
 from rag_gateway.openapi import install_openapi
+from rag_gateway.sessions import SessionStore
 from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.gateway")

@@ -32,8 +32,8 @@ from nats.js.api import (
 from nats.js.errors import BadRequestError
 from starlette.requests import Request
 
-from rag_common import subjects
-from rag_common.messages import AuditEvent
+from rag_common.wire import subjects
+from rag_common.wire.messages import AuditEvent
 from rag_gateway.auth import Principal
 from rag_gateway.errors import request_id
 from rag_gateway.settings import GatewaySettings

@@ -25,7 +25,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_common.names import COLLECTION_RULE, valid_collection
+from rag_common.wire.names import COLLECTION_RULE, valid_collection
 
 KEY_PREFIX = "rag_"
 KEY_ID_HEX = 16

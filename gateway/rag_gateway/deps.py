@@ -9,17 +9,17 @@ from fastapi import Depends, Request
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore
-from rag_common.documents import StatusStore
-from rag_common.messages.query import Tier
-from rag_common.profiles import ProfileBook
-from rag_common.sessions import SessionStore
-from rag_common.telemetry import ServiceTelemetry
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore
+from rag_common.store.documents import StatusStore
+from rag_common.store.profiles import ProfileBook
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages.query import Tier
 from rag_gateway.answers import AnswerHub
 from rag_gateway.audit import AuditLog
 from rag_gateway.keystore import KeyStore
 from rag_gateway.ratelimit import RateLimiter
+from rag_gateway.sessions import SessionStore
 from rag_gateway.settings import GatewaySettings
 
 UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")

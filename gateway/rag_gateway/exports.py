@@ -9,7 +9,7 @@ empty ``{}`` (an essay question: short and long answers are marked by the teache
 
 from __future__ import annotations
 
-from rag_common.messages.assessment import AssessmentState, Citation, Question
+from rag_common.wire.messages.assessment import AssessmentState, Citation, Question
 
 _GIFT_SPECIAL = "\\~=#{}:"
 

@@ -12,8 +12,8 @@ from faststream.nats import NatsBroker
 from nats.js.errors import KeyNotFoundError, NoKeysError
 from nats.js.kv import KeyValue
 
-from rag_common import subjects
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
+from rag_common.wire import subjects
 from rag_gateway.auth import KeyCreate, KeyRecord, hash_key, new_key
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from rag_common.http_api import ErrorBody, OpenAIErrorBody
+from rag_common.wire.http_api import ErrorBody, OpenAIErrorBody
 from rag_gateway.errors import OPENAI_PATH_PREFIXES
 
 DESCRIPTIONS = {

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from rag_common.messages import new_id
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
+from rag_common.wire.messages import new_id
 
 ADMIN_KEY_MIN_CHARS = 32
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common import subjects
-from rag_common.messages import (
+from rag_common.transport.streams import QUERY_JSTREAM
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import (
     AnswerDelta,
     Draft,
     Passage,
@@ -16,8 +18,6 @@ from rag_common.messages import (
     Retrieval,
     Route,
 )
-from rag_common.telemetry import setup_telemetry
-from rag_common.transport.streams import QUERY_JSTREAM
 from rag_evaluator.app import build_broker as build_evaluator
 from rag_evaluator.settings import EvaluatorSettings
 from rag_generator.app import build_broker as build_generator

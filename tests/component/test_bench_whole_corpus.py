@@ -11,7 +11,7 @@ from benchmarks.__main__ import FULL, parse_args, whole_corpus
 from benchmarks.corpus import shared_corpus
 from benchmarks.overhead import OverheadRun, headline
 from benchmarks.report import WHOLE, Recorder, beside
-from rag_common.embedding import Embedder, get_embedder
+from rag_common.store.embedding import Embedder, get_embedder
 from rag_ingest.settings import IngestSettings
 
 pytestmark = pytest.mark.component

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from rag_common.embedding import BM25_AVG_LEN, Embedder, get_embedder
-from rag_common.messages import IngestRequested
-from rag_common.vectors import VectorStore
+from rag_common.store.embedding import BM25_AVG_LEN, Embedder, get_embedder
+from rag_common.store.vectors import VectorStore
+from rag_common.wire.messages import IngestRequested
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 

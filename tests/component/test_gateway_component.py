@@ -9,9 +9,9 @@ import asyncio
 
 import pytest
 
-from rag_common import subjects
-from rag_common.messages import AnswerDelta, QueryAnswered
-from rag_common.telemetry import setup_telemetry
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import AnswerDelta, QueryAnswered
 from rag_gateway.answers import AnswerHub
 from rag_gateway.app import build_broker
 from rag_gateway.settings import GatewaySettings

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from rag_common import subjects
-from rag_common.documents import StatusStore, content_hash, document_id_for, object_name
-from rag_common.embedding import get_embedder
-from rag_common.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_common.telemetry import setup_telemetry
-from rag_common.transport.buckets import open_buckets
-from rag_common.vectors import configured_store
+from rag_common.store.buckets import open_buckets
+from rag_common.store.documents import StatusStore, content_hash, document_id_for, object_name
+from rag_common.store.embedding import get_embedder
+from rag_common.store.factory import configured_store
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import DeleteRequested, DocumentStatus, IngestRequested
 from rag_ingest.app import Ingestor, build_broker
 from rag_ingest.settings import IngestSettings
 from tests.support.buckets import MemoryKeyValue, MemoryObjectStore

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rag_common import subjects
-from rag_common.embedding import get_embedder
-from rag_common.messages import IngestRequested, Query, QueryRetrieved, QueryRouted, Route
-from rag_common.telemetry import setup_telemetry
+from rag_common.store.embedding import get_embedder
+from rag_common.store.factory import configured_store
 from rag_common.transport.streams import QUERY_JSTREAM
-from rag_common.vectors import configured_store
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import IngestRequested, Query, QueryRetrieved, QueryRouted, Route
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import build_broker

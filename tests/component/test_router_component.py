@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common import subjects
-from rag_common.injection import QUESTION_KINDS
-from rag_common.messages import Query, QueryDrafted, QueryRequested, QueryRouted
-from rag_common.telemetry import setup_telemetry
-from rag_common.texts import DEFAULT_BLOCKED
+from rag_common.config.texts import DEFAULT_BLOCKED
+from rag_common.text.injection import QUESTION_KINDS
 from rag_common.transport.streams import QUERY_JSTREAM
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import Query, QueryDrafted, QueryRequested, QueryRouted
 from rag_router.app import build_broker
 from rag_router.settings import RouterSettings
 from tests.support.components import BrokerMode

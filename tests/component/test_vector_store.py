@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
-from rag_common.edge import EdgeStore
-from rag_common.embedding import Embedder, get_embedder
-from rag_common.vectors import ChunkRecord, Hit, Store, VectorStore, open_store
+from rag_common.store.edge import EdgeStore
+from rag_common.store.embedding import Embedder, get_embedder
+from rag_common.store.factory import open_store
+from rag_common.store.vectors import ChunkRecord, Hit, Store, VectorStore
 
 pytestmark = pytest.mark.component
 
@@ -226,9 +227,9 @@ def test_an_edge_store_keeps_its_writes_when_the_process_dies_before_flushing(tm
     script = f"""
 import os
 from pathlib import Path
-from rag_common.edge import EdgeStore
-from rag_common.embedding import SparseVector
-from rag_common.vectors import ChunkRecord
+from rag_common.store.edge import EdgeStore
+from rag_common.store.embedding import SparseVector
+from rag_common.store.vectors import ChunkRecord
 store = EdgeStore(Path({str(tmp_path)!r}))
 store.ensure_collection("docs")
 unit = [1.0] + [0.0] * 383
@@ -261,7 +262,7 @@ def test_open_store_gives_the_chosen_backend_once_per_folder(tmp_path: Path) -> 
 
 def test_the_edge_shard_layout_matches_the_store() -> None:
     """The shard is created by a child process that does not import the store: same names, same size."""
-    from rag_common import edge_shard, embedding, vectors
+    from rag_common.store import edge_shard, embedding, vectors
 
     assert (edge_shard.DENSE, edge_shard.SPARSE, edge_shard.SECOND_DENSE) == (
         vectors.DENSE,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 from rag_devrun.natsserver import nats_server_binary
 from rag_gateway.api.documents import MULTIPART_OVERHEAD
 from rag_gateway.settings import GatewaySettings

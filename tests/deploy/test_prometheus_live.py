@@ -23,7 +23,7 @@ import nats
 import pytest
 import yaml
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.fake_llm import FakeLLM

@@ -13,7 +13,7 @@ import nats
 import pytest
 from nats.aio.msg import Msg
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from tests.support.http import ask, parse_sse
 from tests.support.system import System
 

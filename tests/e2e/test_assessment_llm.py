@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_common.messages import Passage
-from rag_common.messages.assessment import QuestionSpec
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import QuestionSpec
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_generator.assessing import parse_model_question

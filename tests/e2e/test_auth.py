@@ -22,7 +22,7 @@ import openai
 import pytest
 
 from rag_client.cli import main as rag_main
-from rag_common.documents import document_id_for
+from rag_common.store.documents import document_id_for
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import parse_sse, upload, wait_for_status

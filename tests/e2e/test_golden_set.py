@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.options import EvalOptions
-from rag_eval.run import run_evaluation
-from rag_eval.thresholds import parse_thresholds
+from rag_scorecard.options import EvalOptions
+from rag_scorecard.run import run_evaluation
+from rag_scorecard.thresholds import parse_thresholds
 from tests.support.system import ROOT, System
 
 pytestmark = pytest.mark.e2e

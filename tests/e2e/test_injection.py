@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rag_common.texts import DEFAULT_BLOCKED
+from rag_common.config.texts import DEFAULT_BLOCKED
 from tests.support.hostile_corpus import PLANTED_FORMS
 from tests.support.http import ask, parse_sse, upload_and_wait
 from tests.support.system import System

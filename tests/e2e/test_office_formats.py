@@ -15,7 +15,7 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from tests.support.http import ask, upload, upload_and_wait
 from tests.support.office_files import course_docx, course_html, course_pptx, lying_bomb, with_macros, with_member
 from tests.support.system import System

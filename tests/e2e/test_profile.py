@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rag_common.texts import DEFAULT_ASSISTANT_NAME, DEFAULT_GREETING, DEFAULT_REFUSAL
+from rag_common.config.texts import DEFAULT_ASSISTANT_NAME, DEFAULT_GREETING, DEFAULT_REFUSAL
 from tests.support.http import ask, upload_and_wait
 
 pytestmark = pytest.mark.e2e

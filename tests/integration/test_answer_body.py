@@ -21,10 +21,10 @@ import nats
 import pytest
 from nats.aio.msg import Msg
 
-from rag_common import subjects
-from rag_common.docindex import DocumentIndex
-from rag_common.documents import StatusStore
-from rag_common.messages import Draft, Passage, Query, QueryDrafted, QueryRequested, Retrieval, Route, Usage
+from rag_common.store.docindex import DocumentIndex
+from rag_common.store.documents import StatusStore
+from rag_common.wire import subjects
+from rag_common.wire.messages import Draft, Passage, Query, QueryDrafted, QueryRequested, Retrieval, Route, Usage
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import parse_sse

@@ -9,10 +9,10 @@ import nats
 import pytest
 from nats.js.errors import APIError
 
-from rag_common import subjects
-from rag_common.messages import AuditEvent
-from rag_common.profiles import ProfileBook
-from rag_common.texts import DEFAULT_GREETING, DEFAULT_REFUSAL, CollectionTexts
+from rag_common.config.texts import DEFAULT_GREETING, DEFAULT_REFUSAL, CollectionTexts
+from rag_common.store.profiles import ProfileBook
+from rag_common.wire import subjects
+from rag_common.wire.messages import AuditEvent
 from rag_devrun.natsserver import LocalNatsServer
 from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.settings import GatewaySettings

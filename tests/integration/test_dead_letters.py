@@ -12,9 +12,9 @@ import nats
 import pytest
 from nats.js.api import DiscardPolicy
 
-from rag_common import subjects
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.consuming import DLQ_PAYLOAD_MAX_BYTES, PAYLOAD_CUT_MARK, letter_payload
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import wait_for_status

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import nats
 import pytest
 
-from rag_common.documents import StatusStore
-from rag_common.messages import IngestRequested
+from rag_common.store.documents import StatusStore
+from rag_common.wire.messages import IngestRequested
 from rag_devrun.natsserver import LocalNatsServer
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rag_common.embedding import Embedder, cpu_session, get_embedder
+from rag_common.store.embedding import Embedder, cpu_session, get_embedder
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.system import stack_options

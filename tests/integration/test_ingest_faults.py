@@ -14,11 +14,11 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
-from rag_common.documents import StatusStore
-from rag_common.edge import EdgeStore
-from rag_common.messages import DocumentStatus
-from rag_common.vectors import VectorStore
+from rag_common.store.documents import StatusStore
+from rag_common.store.edge import EdgeStore
+from rag_common.store.vectors import VectorStore
+from rag_common.wire import subjects
+from rag_common.wire.messages import DocumentStatus
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.http import upload, upload_and_wait, wait_for_status

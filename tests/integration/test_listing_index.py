@@ -16,9 +16,9 @@ import nats
 import pytest
 from fastapi import FastAPI
 
-from rag_common import subjects
-from rag_common.docindex import DocumentIndex
-from rag_common.documents import StatusStore, document_id_for
+from rag_common.store.docindex import DocumentIndex
+from rag_common.store.documents import StatusStore, document_id_for
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack, StackOptions
 

@@ -12,7 +12,7 @@ import argparse
 import pytest
 
 from benchmarks.chaos import run_cluster
-from rag_common import subjects
+from rag_common.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 

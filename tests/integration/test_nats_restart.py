@@ -12,7 +12,7 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_router.app import create_app as create_router

@@ -13,7 +13,7 @@ from pathlib import Path
 import nats
 import pytest
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import nats_server_binary
 from rag_router.app import create_app
 from rag_router.settings import RouterSettings

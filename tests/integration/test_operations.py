@@ -13,9 +13,9 @@ import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from rag_common import subjects
-from rag_common.telemetry import setup_telemetry
 from rag_common.transport.streams import consumer_config
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_retriever.settings import RetrieverSettings

@@ -14,8 +14,8 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
-from rag_common.telemetry import setup_telemetry
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_generator.app import create_app as create_generator

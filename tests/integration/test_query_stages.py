@@ -8,8 +8,8 @@ from pathlib import Path
 import nats
 import pytest
 
-from rag_common import subjects
-from rag_common.messages import Query, QueryRequested
+from rag_common.wire import subjects
+from rag_common.wire.messages import Query, QueryRequested
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.system import stack_options
@@ -93,7 +93,7 @@ async def test_push_consumer_left_by_an_older_version_is_replaced(
 ) -> None:
     from nats.js.api import ConsumerConfig
 
-    from rag_common.settings import ServiceSettings
+    from rag_common.config.settings import ServiceSettings
     from rag_common.transport.streams import ensure_streams
 
     nc = await nats.connect(nats_server.url)

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_common import subjects
+from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.polling import eventually

@@ -7,11 +7,11 @@ import asyncio
 import pytest
 from faststream.nats import NatsBroker
 
-from rag_common.messages import Turn
-from rag_common.sessions import SessionCollectionMismatch, SessionStore, valid_session_id
-from rag_common.settings import ServiceSettings
-from rag_common.transport.buckets import open_sessions_bucket
+from rag_common.config.settings import ServiceSettings
+from rag_common.store.buckets import open_sessions_bucket
+from rag_common.wire.messages import Turn
 from rag_devrun.natsserver import LocalNatsServer
+from rag_gateway.sessions import SessionCollectionMismatch, SessionStore, valid_session_id
 
 pytestmark = pytest.mark.integration
 

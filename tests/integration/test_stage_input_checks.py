@@ -8,8 +8,8 @@ from pathlib import Path
 import nats
 import pytest
 
-from rag_common import subjects
-from rag_common.messages import Query, QueryRouted, Route
+from rag_common.wire import subjects
+from rag_common.wire.messages import Query, QueryRouted, Route
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from tests.support.system import stack_options

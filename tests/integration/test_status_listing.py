@@ -7,9 +7,9 @@ import asyncio
 import nats
 import pytest
 
-from rag_common.documents import StatusStore
-from rag_common.messages import DocumentStatus
-from rag_common.messages.ingest import DocumentState
+from rag_common.store.documents import StatusStore
+from rag_common.wire.messages import DocumentStatus
+from rag_common.wire.messages.ingest import DocumentState
 from rag_devrun.natsserver import LocalNatsServer
 
 pytestmark = pytest.mark.integration

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.integration
 CHILD = """
 import json, random, sys
 from pathlib import Path
-from rag_common.embedding import DENSE_DIM, SparseVector
-from rag_common.memory import anonymous_mb, release_memory
-from rag_common.vectors import ChunkRecord, open_store
+from rag_common.store.embedding import DENSE_DIM, SparseVector
+from rag_common.store.memory import anonymous_mb, release_memory
+from rag_common.store.vectors import ChunkRecord
+from rag_common.store.factory import open_store
 
 documents, chunks = int(sys.argv[3]), 160
 rng = random.Random(11)
@@ -81,7 +82,7 @@ def test_deleting_a_large_batch_gives_the_memory_back(tmp_path: Path, backend: s
 
 FREED_BATCH = """
 import json
-from rag_common.memory import release_memory, resident_mb
+from rag_common.store.memory import release_memory, resident_mb
 ready = resident_mb()
 batch = [bytes(1000) + bytes([i % 256]) for i in range(100_000)]  # about 100 MB in malloc's heap
 pin = bytes(1000) + b"pin"  # allocated above the batch: the heap's top cannot shrink past it

@@ -11,9 +11,9 @@ import httpx
 import nats
 import pytest
 
-from rag_common import subjects
-from rag_common.documents import StatusStore, document_id_for, object_name
-from rag_common.messages import DocumentStatus
+from rag_common.store.documents import StatusStore, document_id_for, object_name
+from rag_common.wire import subjects
+from rag_common.wire.messages import DocumentStatus
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
 from rag_ingest.reconcile import remove_orphans

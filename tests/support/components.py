@@ -13,7 +13,7 @@ from typing import Any
 import nats
 from faststream.nats import NatsBroker, TestNatsBroker
 
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.streams import ensure_streams
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_common.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route
+from rag_common.wire.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route
 
 
 def answered(answer: str, request_id: str = "r1", passages: list[Passage] | None = None) -> QueryAnswered:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.conflicts import find_conflicts
-from rag_common.messages import Passage
+from rag_common.text.conflicts import find_conflicts
+from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, analyse
 from rag_generator.extractive import extractive_reply
 

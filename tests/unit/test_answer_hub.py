@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested
-from rag_common.subjects import answer_subject
+from rag_common.wire.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested
+from rag_common.wire.subjects import answer_subject
 from rag_gateway.answers import AnswerHub, Event, Pending
 from tests.support.messages import answered
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import Passage
-from rag_common.messages.assessment import AssessmentState, Blueprint, Citation, Question, QuestionSpec
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import AssessmentState, Blueprint, Citation, Question, QuestionSpec
 from rag_evaluator.question_checks import validate
 from rag_gateway.exports import to_gift, to_markdown
 from rag_generator.questions import is_paraphrase, term_pool, terms_of, write_question

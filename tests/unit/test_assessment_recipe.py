@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages.assessment import Blueprint
+from rag_common.wire.messages.assessment import Blueprint
 from rag_retriever.assessment import (
     Scored,
     assign_topics,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import rag_common.asyncapi as asyncapi
-import rag_common.subjects as subjects
+import rag_common.wire.asyncapi as asyncapi
+import rag_common.wire.subjects as subjects
 
 pytestmark = pytest.mark.unit
 
@@ -17,7 +17,9 @@ CHECKED_IN = Path(__file__).resolve().parents[2] / "docs" / "asyncapi.json"
 
 
 def test_regenerating_equals_the_checked_in_document() -> None:
-    assert CHECKED_IN.read_text() == asyncapi.render(), "run: python -m rag_common.asyncapi --out docs/asyncapi.json"
+    assert CHECKED_IN.read_text() == asyncapi.render(), (
+        "run: python -m rag_common.wire.asyncapi --out docs/asyncapi.json"
+    )
     assert asyncapi.main(["--check", str(CHECKED_IN)]) == 0
 
 

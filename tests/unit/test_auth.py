@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
-from rag_common.runner import load_settings
+from rag_common.transport.runner import load_settings
 from rag_gateway.access import admit, presented_key, require
 from rag_gateway.auth import (
     ADMIN,

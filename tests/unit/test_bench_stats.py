@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_eval.stats import median, paired_differences, percentile, summarize
+from rag_scorecard.stats import median, paired_differences, percentile, summarize
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from rag_common.conflicts import find_conflicts, names_subject
-from rag_common.messages import Evaluation, Passage
+from rag_common.text.conflicts import find_conflicts, names_subject
+from rag_common.wire.messages import Evaluation, Passage
 from rag_evaluator.checks import (
     FAILING_FLAGS,
     FLAG_NAMES,

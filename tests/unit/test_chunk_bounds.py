@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rag_common.embedding import WordPieces
+from rag_common.store.embedding import WordPieces
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.parsing import Block, parse_document
 from tests.support.system import MODEL_DIR

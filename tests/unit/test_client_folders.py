@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
-from rag_common.messages import DocumentStatus
+from rag_common.wire.messages import DocumentStatus
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.documents import (
+from rag_common.store.documents import (
     content_hash,
     document_id_for,
     hash_of_stored_version,
@@ -14,8 +14,8 @@ from rag_common.documents import (
     stored_version,
     upload_unchanged,
 )
-from rag_common.messages import DocumentStatus, IngestRequested
-from rag_common.messages.ingest import DocumentState
+from rag_common.wire.messages import DocumentStatus, IngestRequested
+from rag_common.wire.messages.ingest import DocumentState
 
 pytestmark = pytest.mark.unit
 

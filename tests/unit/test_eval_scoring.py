@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.messages import Passage
-from rag_eval.dataset import collection_for, load_dataset, parse_questions, slug
-from rag_eval.errors import UsageError
-from rag_eval.markdown import render_markdown
-from rag_eval.metrics import (
+from rag_common.wire.messages import Passage
+from rag_scorecard.dataset import collection_for, load_dataset, parse_questions, slug
+from rag_scorecard.errors import UsageError
+from rag_scorecard.markdown import render_markdown
+from rag_scorecard.metrics import (
     AnswerScores,
     Expectations,
     GoldSource,
@@ -38,8 +38,8 @@ from rag_eval.metrics import (
     summarize_answers,
     summarize_retrieval,
 )
-from rag_eval.stats import percentile, percentiles, stage_percentiles
-from rag_eval.thresholds import GATEABLE_METRICS, check_thresholds, parse_thresholds
+from rag_scorecard.stats import percentile, percentiles, stage_percentiles
+from rag_scorecard.thresholds import GATEABLE_METRICS, check_thresholds, parse_thresholds
 
 pytestmark = pytest.mark.unit
 

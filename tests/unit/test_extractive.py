@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from rag_common.conflicts import find_conflicts
-from rag_common.messages import Passage
+from rag_common.text.conflicts import find_conflicts
+from rag_common.wire.messages import Passage
 from rag_generator.extractive import NOTHING_TO_QUOTE, extractive_answer
 
 pytestmark = pytest.mark.unit

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.retrieval_lab import file_evidence, file_strength, second_section_of_top_file
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
 from rag_retriever.selection import diversify
 
 pytestmark = pytest.mark.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import Turn
+from rag_common.wire.messages import Turn
 from rag_retriever.followup import rewrite_followup, subject_of
 
 pytestmark = pytest.mark.unit

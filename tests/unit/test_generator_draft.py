@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from rag_common.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
-from rag_common.telemetry import setup_telemetry
+from rag_common.transport.telemetry import setup_telemetry
+from rag_common.wire.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
 from rag_generator import app as generator_app
 from rag_generator.app import LLM_REFUSAL_REASON, Generator
 from rag_generator.llm import Completion, StopStream

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.citations import cited_numbers
-from rag_common.messages import Passage
+from rag_common.text.citations import cited_numbers
+from rag_common.wire.messages import Passage
 from rag_generator.citations import citations_for, is_refusal
 from rag_generator.prompting import REFUSAL, REMOVED, build_messages, format_context, new_salt
 

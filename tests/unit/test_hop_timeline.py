@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.report import beside
 from benchmarks.timeline import FINAL, QuestionTimeline, Timelines, request_of, summary
-from rag_common import subjects
+from rag_common.wire import subjects
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """The HTTP answer body is made from the final message's parts in one place (``Answer.of``).
 
-Clients (``rag_client``, ``rag_eval``, the web page and widget, OpenAI clients) read the flat body;
+Clients (``rag_client``, ``rag_scorecard``, the web page and widget, OpenAI clients) read the flat body;
 the final message on NATS carries parts. These tests pin the mapping between the two.
 """
 
@@ -11,17 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.http_api import ANSWER_PARTS, Answer
-from rag_common.messages import (
-    Draft,
-    Evaluation,
-    Passage,
-    Query,
-    QueryAnswered,
-    Retrieval,
-    Route,
-    Usage,
-)
+from rag_common.wire.http_api import ANSWER_PARTS, Answer
+from rag_common.wire.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route, Usage
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import IngestRequested
+from rag_common.wire.messages import IngestRequested
 from rag_ingest.chunking import Chunk
 from rag_ingest.pipeline import (
     chunk_payload,

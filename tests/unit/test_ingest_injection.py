@@ -6,7 +6,7 @@ from typing import cast
 
 import pytest
 
-from rag_common.messages import IngestRequested
+from rag_common.wire.messages import IngestRequested
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.parsing import parse_document
 from rag_ingest.pipeline import chunk_payload

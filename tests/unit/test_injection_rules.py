@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.injection import (
+from rag_common.text.injection import (
     INJECTION_REFUSAL,
     QUESTION_KINDS,
     Span,

@@ -1,4 +1,4 @@
-"""The name, filter and message-size rules every service shares (rag_common.names, .payload)."""
+"""The name, filter and message-size rules every service shares (rag_common.wire.names, .payload)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from rag_common.messages import Passage, Query, QueryAnswered, QueryRetrieved, Retrieval, Route
-from rag_common.names import check_filters, check_source_name, valid_collection, valid_document_id
 from rag_common.transport.payload import PayloadTooLarge, encoded_size, fit_payload, fitted_json
+from rag_common.wire.messages import Passage, Query, QueryAnswered, QueryRetrieved, Retrieval, Route
+from rag_common.wire.names import check_filters, check_source_name, valid_collection, valid_document_id
 from rag_ingest.parsing import parse_document
 from tests.support.messages import answered
 

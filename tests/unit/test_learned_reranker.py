@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.retrieval_lab import FEATURES, LEARNED_WEIGHTS, LearnedReranker, candidate_features
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
 
 pytestmark = pytest.mark.unit
 

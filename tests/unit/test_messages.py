@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from rag_common.messages import (
+from rag_common.wire.messages import (
     AnswerDelta,
     ChunkPayload,
     DocumentStatus,

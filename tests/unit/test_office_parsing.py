@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rag_client.folders import local_files
-from rag_common.messages import Passage
-from rag_common.quotable import candidate_sentences
+from rag_common.text.quotable import candidate_sentences
+from rag_common.wire.messages import Passage
 from rag_ingest.chunking import chunk_blocks
 from rag_ingest.office import NOTES_LABEL, ArchiveLimits
 from rag_ingest.parsing import Block, ParseError, UnsupportedFileType, document_format, parse_document

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import rag_gateway.openapi as openapi
-from rag_common.http_api import ErrorBody, OpenAIErrorBody
+from rag_common.wire.http_api import ErrorBody, OpenAIErrorBody
 from rag_gateway.app import create_app
 from rag_gateway.settings import GatewaySettings
 

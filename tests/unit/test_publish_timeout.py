@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from faststream.nats import NatsBroker
 
-from rag_common.settings import ServiceSettings
-from rag_common.telemetry import setup_telemetry
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.broker import make_broker
+from rag_common.transport.telemetry import setup_telemetry
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rag_common.embedding import SparseVector
+from rag_common.store.embedding import SparseVector
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import Passage
-from rag_common.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.wire.messages import Passage
 
 pytestmark = pytest.mark.unit
 

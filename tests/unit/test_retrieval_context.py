@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.retrieval_lab import penalize_used, section_units
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
 from rag_retriever.context import expand, expand_within, fit_budget, join, neighbour_keys, overlap
 
 pytestmark = pytest.mark.unit

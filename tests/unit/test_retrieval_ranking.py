@@ -14,7 +14,7 @@ from benchmarks.retrieval_lab import (
     fuse,
     split_question,
 )
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
 from rag_retriever.assessment import mmr
 from rag_retriever.ranking import keyword_query, named_source, prefer_named_source, title_words
 from rag_retriever.rerank import make_reranker

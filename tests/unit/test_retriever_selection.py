@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.messages import Route
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
+from rag_common.wire.messages import Route
 from rag_retriever.selection import Selection, diversify, escalate, select, to_passages
 
 pytestmark = pytest.mark.unit

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from benchmarks.retrieval_lab import LAB_STEPS, add_lab_steps
 from benchmarks.retrieval_sweep import variant_retriever
-from rag_common.settings import StoreSettings
+from rag_common.config.settings import StoreSettings
 from rag_retriever.search import Retriever, describe
 from rag_retriever.settings import REMOVED, RetrieverSettings
 

@@ -8,7 +8,7 @@ from typing import Any
 import litellm
 import pytest
 
-from rag_common.messages import Turn
+from rag_common.wire.messages import Turn
 from rag_retriever.rewriting import rewrite, rewrite_messages
 from rag_retriever.settings import RetrieverSettings
 

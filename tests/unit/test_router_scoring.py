@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.messages import Query, QueryDrafted, QueryRouted
-from rag_common.texts import (
+from rag_common.config.texts import (
     DEFAULT_BLOCKED,
     DEFAULT_GREETING,
     DEFAULT_THANKS,
@@ -16,6 +15,7 @@ from rag_common.texts import (
     CollectionTextsError,
     check_collections_file,
 )
+from rag_common.wire.messages import Query, QueryDrafted, QueryRouted
 from rag_router.app import decide
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from rag_common.embedding import SECOND_DIM, SECOND_QUERY_PREFIX, ModelFolderError, SecondEmbedder
+from rag_common.store.embedding import SECOND_DIM, SECOND_QUERY_PREFIX, ModelFolderError, SecondEmbedder
 from rag_retriever.ranking import weighted_dbsf
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings

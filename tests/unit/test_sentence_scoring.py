@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from rag_common.messages import Passage
+from rag_common.wire.messages import Passage
 from rag_generator.extractive import extractive_answer
 from rag_generator.scoring import EmbeddingScorer, Vectors, plan_runs
 

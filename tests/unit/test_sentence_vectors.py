@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rag_common.embedding import align_units
-from rag_common.messages import Passage
-from rag_common.quotable import candidate_sentences, sentence_key
-from rag_common.sentence_vectors import pack, scores, unpack
-from rag_common.vectors import Hit
+from rag_common.store.embedding import align_units
+from rag_common.store.sentence_vectors import pack, scores, unpack
+from rag_common.store.vectors import Hit
+from rag_common.text.quotable import candidate_sentences, sentence_key
+from rag_common.wire.messages import Passage
 from rag_generator.extractive import extractive_answer
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings

@@ -8,9 +8,9 @@ import pytest
 from faststream.nats.security import NatsUserPassword
 from pydantic import ValidationError
 
-from rag_common.runner import load_settings
-from rag_common.settings import StoreSettings
+from rag_common.config.settings import StoreSettings
 from rag_common.transport.broker import nats_security
+from rag_common.transport.runner import load_settings
 from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit

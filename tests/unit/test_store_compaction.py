@@ -18,10 +18,10 @@ from qdrant_client import QdrantClient
 from qdrant_client.local.local_collection import LocalCollection
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from rag_common import vectors
-from rag_common.embedding import DENSE_DIM, SparseVector
-from rag_common.memory import release_memory
-from rag_common.vectors import ChunkRecord, Hit, VectorStore
+from rag_common.store import vectors
+from rag_common.store.embedding import DENSE_DIM, SparseVector
+from rag_common.store.memory import release_memory
+from rag_common.store.vectors import ChunkRecord, Hit, VectorStore
 
 pytestmark = pytest.mark.unit
 

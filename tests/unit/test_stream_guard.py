@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rag_common.messages import Passage
+from rag_common.wire.messages import Passage
 from rag_generator.guard import PROMPT_REASON, SALT_REASON, TAG_REASON, StreamGuard
 from rag_generator.prompting import build_messages
 

@@ -8,7 +8,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from rag_common.telemetry import current_trace_id, setup_telemetry
+from rag_common.transport.telemetry import current_trace_id, setup_telemetry
 from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit

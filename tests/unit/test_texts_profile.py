@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_common.texts import DEFAULT_BLOCKED, DEFAULT_REFUSAL, CollectionTexts, with_contact
+from rag_common.config.texts import DEFAULT_BLOCKED, DEFAULT_REFUSAL, CollectionTexts, with_contact
 
 
 def test_the_contact_is_appended_to_a_refusal() -> None:

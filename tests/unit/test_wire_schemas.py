@@ -1,6 +1,6 @@
 """Every wire message's JSON Schema matches its committed snapshot (docs/schemas).
 
-A failure means the wire changed. Regenerate with ``python -m rag_common.schemas --out docs/schemas``
+A failure means the wire changed. Regenerate with ``python -m rag_common.wire.schemas --out docs/schemas``
 and review the diff: a new optional field is compatible; a removed, renamed or retyped field is
 breaking and needs a new ``type`` version.
 """
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from rag_common import schemas
+from rag_common.wire import schemas
 
 pytestmark = pytest.mark.unit
 
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
-REGENERATE = "python -m rag_common.schemas --out docs/schemas"
+REGENERATE = "python -m rag_common.wire.schemas --out docs/schemas"
 
 
 @pytest.mark.parametrize("model", schemas.WIRE_MODELS, ids=lambda m: m.__name__)

@@ -12,9 +12,10 @@ from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_common import subjects
-from rag_common.messages import new_id
-from rag_common.messages.assessment import (
+from rag_common.transport.telemetry import current_trace_id
+from rag_common.wire import subjects
+from rag_common.wire.messages import new_id
+from rag_common.wire.messages.assessment import (
     Assessment,
     AssessmentRequested,
     AssessmentState,
@@ -23,8 +24,7 @@ from rag_common.messages.assessment import (
     Difficulty,
     QuestionKind,
 )
-from rag_common.names import Collection
-from rag_common.telemetry import current_trace_id
+from rag_common.wire.names import Collection
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.auth import Right
 from rag_gateway.deps import Gateway, GatewayDep

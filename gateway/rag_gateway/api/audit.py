@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from rag_common.http_api import AuditPage, AuditRecord
-from rag_common.messages import AuditAction
+from rag_common.wire.http_api import AuditPage, AuditRecord
+from rag_common.wire.messages import AuditAction
 from rag_gateway.access import require_admin
 from rag_gateway.deps import GatewayDep
 from rag_gateway.errors import ApiError

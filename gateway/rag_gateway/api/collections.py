@@ -7,10 +7,10 @@ from collections import Counter
 
 from fastapi import APIRouter, Request, Response
 
-from rag_common.http_api import CollectionInfo, CollectionList
-from rag_common.messages import AuditEvent
-from rag_common.profiles import ProfileBook
-from rag_common.texts import CollectionTexts
+from rag_common.config.texts import CollectionTexts
+from rag_common.store.profiles import ProfileBook
+from rag_common.wire.http_api import CollectionInfo, CollectionList
+from rag_common.wire.messages import AuditEvent
 from rag_gateway.access import AdminPrincipal, Authenticated, require
 from rag_gateway.api.documents import check_collection
 from rag_gateway.audit import where, who

@@ -12,8 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from nats.js.api import ObjectMeta
 
-from rag_common import names, subjects
-from rag_common.documents import (
+from rag_common.store.documents import (
     StatusConflict,
     StatusStore,
     content_hash,
@@ -21,10 +20,11 @@ from rag_common.documents import (
     object_name,
     upload_unchanged,
 )
-from rag_common.formats import SUPPORTED_EXTENSIONS
-from rag_common.http_api import DocumentAccepted, DocumentList
-from rag_common.messages import AuditEvent, DeleteRequested, DocumentStatus, IngestRequested
-from rag_common.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
+from rag_common.wire import names, subjects
+from rag_common.wire.formats import SUPPORTED_EXTENSIONS
+from rag_common.wire.http_api import DocumentAccepted, DocumentList
+from rag_common.wire.messages import AuditEvent, DeleteRequested, DocumentStatus, IngestRequested
+from rag_common.wire.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
 from rag_gateway.access import Authenticated, authenticate, refused_as_not_found, require
 from rag_gateway.audit import where, who
 from rag_gateway.auth import Principal, Right
@@ -37,7 +37,7 @@ log = logging.getLogger("rag.gateway")
 
 
 def check_collection(collection: str) -> str:
-    """The shared collection rule (``rag_common.names``), as this API's 422."""
+    """The shared collection rule (``rag_common.wire.names``), as this API's 422."""
     try:
         return names.check_collection(collection)
     except ValueError as exc:

@@ -10,9 +10,9 @@ from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from rag_common import subjects
-from rag_common.http_api import Liveness, Readiness
 from rag_common.transport.service import nats_connected
+from rag_common.wire import subjects
+from rag_common.wire.http_api import Liveness, Readiness
 from rag_gateway.deps import Gateway, GatewayDep
 
 router = APIRouter(tags=["health"])

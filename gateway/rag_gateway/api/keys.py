@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from rag_common.http_api import KeyCreated, KeyInfo, KeyList
-from rag_common.messages import AuditEvent
+from rag_common.wire.http_api import KeyCreated, KeyInfo, KeyList
+from rag_common.wire.messages import AuditEvent
 from rag_gateway.access import AdminPrincipal, require_admin
 from rag_gateway.audit import where, who
 from rag_gateway.auth import KEY_ID_HEX, KeyCreate

@@ -17,9 +17,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_common.http_api import Answer
-from rag_common.messages import AnswerDelta, AnswerError, QueryAnswered, Turn
-from rag_common.sessions import ANSWER_CHARS
+from rag_common.wire.http_api import Answer
+from rag_common.wire.messages import AnswerDelta, AnswerError, QueryAnswered, Turn
 from rag_gateway.access import Authenticated, authenticate
 from rag_gateway.answers import Pending
 from rag_gateway.api.query import QueryIn, answer_body, final_answer, next_event, submit
@@ -27,6 +26,7 @@ from rag_gateway.auth import Principal
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError, request_id
 from rag_gateway.openapi import errors
+from rag_gateway.sessions import ANSWER_CHARS
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(authenticate)])
 

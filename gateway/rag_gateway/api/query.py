@@ -12,19 +12,19 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_common import subjects
-from rag_common.http_api import Answer
-from rag_common.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
-from rag_common.names import Collection, Filters
-from rag_common.sessions import SessionCollectionMismatch, scoped_id, valid_session_id
-from rag_common.telemetry import current_trace_id
 from rag_common.transport.publishing import JSON
+from rag_common.transport.telemetry import current_trace_id
+from rag_common.wire import subjects
+from rag_common.wire.http_api import Answer
+from rag_common.wire.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
+from rag_common.wire.names import Collection, Filters
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
 from rag_gateway.auth import Right
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
 from rag_gateway.openapi import errors
+from rag_gateway.sessions import SessionCollectionMismatch, scoped_id, valid_session_id
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")

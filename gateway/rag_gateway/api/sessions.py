@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from rag_common.http_api import SessionView
-from rag_common.sessions import Session, SessionStore, scoped_id, valid_session_id
+from rag_common.wire.http_api import SessionView
 from rag_gateway.access import Authenticated, authenticate, refused_as_not_found
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError
 from rag_gateway.openapi import errors
+from rag_gateway.sessions import Session, SessionStore, scoped_id, valid_session_id
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], dependencies=[Depends(authenticate)])
 

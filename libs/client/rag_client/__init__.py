@@ -1,8 +1,8 @@
 """Python client of the RAG gateway: ``RagClient`` (blocking) and ``AsyncRagClient``, plus the ``rag`` CLI."""
 
 from rag_client.client import AsyncRagClient, RagClient, RagError
-from rag_common.http_api import Answer, CollectionInfo, DocumentAccepted
-from rag_common.messages import DocumentStatus, Passage
+from rag_common.wire.http_api import Answer, CollectionInfo, DocumentAccepted
+from rag_common.wire.messages import DocumentStatus, Passage
 
 __all__ = [
     "Answer",

@@ -18,8 +18,8 @@ from rich.table import Table
 
 from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
 from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
-from rag_common.http_api import Answer
-from rag_common.messages import DocumentStatus
+from rag_common.wire.http_api import Answer
+from rag_common.wire.messages import DocumentStatus
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # what the gateway answers about the file itself (bad name, empty, too large, unsupported type):
@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--collection", help="only this collection")
     docs.add_argument("--json", action="store_true")
 
-    commands.add_parser("eval", help="run the evaluation harness (arguments as `python -m rag_eval`)", add_help=False)
+    commands.add_parser(
+        "eval", help="run the evaluation harness (arguments as `python -m rag_scorecard`)", add_help=False
+    )
     return parser
 
 
@@ -241,7 +243,7 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
 
 
 def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    from rag_eval.cli import main as harness_main
+    from rag_scorecard.cli import main as harness_main
 
     harness_args = list(args.harness_args)
     if url_given and "--url" not in harness_args:

@@ -28,8 +28,8 @@ from tenacity import (
 )
 
 from rag_client.folders import local_files
-from rag_common.http_api import Answer, CollectionInfo, CollectionList, DocumentAccepted, DocumentList
-from rag_common.messages import DocumentStatus
+from rag_common.wire.http_api import Answer, CollectionInfo, CollectionList, DocumentAccepted, DocumentList
+from rag_common.wire.messages import DocumentStatus
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag_common.formats import SUPPORTED_EXTENSIONS
-from rag_common.messages import DocumentStatus
+from rag_common.wire.formats import SUPPORTED_EXTENSIONS
+from rag_common.wire.messages import DocumentStatus
 
 
 def local_files(folder: Path) -> dict[str, Path]:

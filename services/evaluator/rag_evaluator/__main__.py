@@ -1,6 +1,6 @@
 """``python -m rag_evaluator``: run the evaluator alone, configured by environment."""
 
-from rag_common.runner import run_service
+from rag_common.transport.runner import run_service
 from rag_evaluator.app import create_app
 from rag_evaluator.settings import EvaluatorSettings
 

@@ -13,18 +13,18 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentStore
-from rag_common.embedding import get_embedder
-from rag_common.messages import Evaluation, QueryAnswered, QueryDrafted
-from rag_common.profiles import ProfileBook, open_profiles_bucket
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file
+from rag_common.config.texts import check_collections_file
+from rag_common.store.assessments import AssessmentStore
+from rag_common.store.buckets import open_assessments_bucket
+from rag_common.store.embedding import get_embedder
+from rag_common.store.profiles import ProfileBook, open_profiles_bucket
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer
 from rag_common.transport.service import create_service, register_ping
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import Evaluation, QueryAnswered, QueryDrafted
 from rag_evaluator.assessing import register_assessments
 from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, evaluate
 from rag_evaluator.settings import EvaluatorSettings

@@ -11,9 +11,13 @@ from typing import Any
 
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.messages.assessment import (
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.transport.consuming import register_work_queue
+from rag_common.transport.publishing import publish_assessment
+from rag_common.transport.streams import ASSESSMENT_JSTREAM
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages.assessment import (
     AssessmentDrafted,
     AssessmentItem,
     AssessmentRetrieved,
@@ -21,10 +25,6 @@ from rag_common.messages.assessment import (
     Question,
     Validation,
 )
-from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.consuming import register_work_queue
-from rag_common.transport.publishing import publish_assessment
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_evaluator.question_checks import validate
 from rag_evaluator.settings import EvaluatorSettings
 

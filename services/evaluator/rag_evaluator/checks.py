@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag_common.citations import CITATION, cited_numbers
-from rag_common.conflicts import Conflict, find_conflicts, names_subject
-from rag_common.injection import strip_spans
-from rag_common.messages import Evaluation, Passage
+from rag_common.text.citations import CITATION, cited_numbers
+from rag_common.text.conflicts import Conflict, find_conflicts, names_subject
+from rag_common.text.injection import strip_spans
+from rag_common.wire.messages import Evaluation, Passage
 
 FLAG_NAMES = (
     "refused",
@@ -45,7 +45,7 @@ def clean_text(passage: Passage) -> str:
 
 # --- citations ---------------------------------------------------------------------------------
 
-# One parser shared with the generator (rag_common.citations): both agree on what a citation is.
+# One parser shared with the generator (rag_common.text.citations): both agree on what a citation is.
 citation_numbers = cited_numbers
 
 

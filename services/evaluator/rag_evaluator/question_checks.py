@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_common.messages import Passage
-from rag_common.messages.assessment import BLOOM_VERBS, Question, Validation
-from rag_common.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import BLOOM_VERBS, Question, Validation
 
 # Two stems whose MiniLM cosine is above this ask the same thing (docs/ASSESSMENTS.md shows the
 # cosines measured on the evaluation papers).

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import SettingsConfigDict
 
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 
 
 class EvaluatorSettings(ServiceSettings):

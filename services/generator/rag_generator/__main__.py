@@ -1,6 +1,6 @@
 """``python -m rag_generator``: run the generator alone, configured by environment."""
 
-from rag_common.runner import run_service
+from rag_common.transport.runner import run_service
 from rag_generator.app import create_app
 from rag_generator.settings import GeneratorSettings
 

@@ -14,21 +14,21 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentStore
-from rag_common.citations import cited_numbers
-from rag_common.conflicts import find_conflicts
-from rag_common.embedding import get_embedder
-from rag_common.injection import check_output, strip_spans
-from rag_common.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
-from rag_common.profiles import ProfileBook, open_profiles_bucket
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import check_collections_file, with_contact
+from rag_common.config.texts import check_collections_file, with_contact
+from rag_common.store.assessments import AssessmentStore
+from rag_common.store.buckets import open_assessments_bucket
+from rag_common.store.embedding import get_embedder
+from rag_common.store.profiles import ProfileBook, open_profiles_bucket
+from rag_common.text.citations import cited_numbers
+from rag_common.text.conflicts import find_conflicts
+from rag_common.text.injection import check_output, strip_spans
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_delta, publish_stage
 from rag_common.transport.service import create_service, register_ping
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_generator.assessing import register_assessments
 from rag_generator.citations import citations_for, is_refusal
 from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply

@@ -15,10 +15,15 @@ from typing import Any
 
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.messages import Passage
-from rag_common.messages.assessment import (
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.text.quotable import normal_words
+from rag_common.transport.consuming import register_work_queue
+from rag_common.transport.publishing import publish_assessment
+from rag_common.transport.streams import ASSESSMENT_JSTREAM
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import (
     BLOOM_VERBS,
     AssessmentDrafted,
     AssessmentItem,
@@ -27,11 +32,6 @@ from rag_common.messages.assessment import (
     Question,
     QuestionSpec,
 )
-from rag_common.quotable import normal_words
-from rag_common.telemetry import ServiceTelemetry
-from rag_common.transport.consuming import register_work_queue
-from rag_common.transport.publishing import publish_assessment
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_generator.questions import term_pool, write_question
 from rag_generator.settings import GeneratorSettings
 

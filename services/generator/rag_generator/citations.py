@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_common.citations import cited_numbers
-from rag_common.messages import Passage
+from rag_common.text.citations import cited_numbers
+from rag_common.wire.messages import Passage
 
 # How models decline when told to answer only from the passages, beyond the exact text asked for.
 _DECLINES = re.compile(

@@ -5,7 +5,7 @@ how much of it:
 
 - **What is asked** (``rag_generator.asking``): the answer type (a price, a value, steps, a
   reason...) and the words the question is about.
-- **What can be quoted** (``rag_common.quotable``): whole sentences, list items, table rows
+- **What can be quoted** (``rag_common.text.quotable``): whole sentences, list items, table rows
   (rendered as readable text), and lines of code or configuration (quoted verbatim in a code
   span) - never a heading or half a PDF line.
 - **Choosing**: units that hold the expected type and the focus words win; a unit that opens
@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from rag_common.conflicts import names_subject
-from rag_common.messages import Passage
-from rag_common.quotable import (
+from rag_common.text.conflicts import names_subject
+from rag_common.text.quotable import (
     KIND_CODE,
     KIND_ITEM,
     KIND_ROW,
@@ -43,6 +42,7 @@ from rag_common.quotable import (
     unique_candidates,
 )
 from rag_common.text.words import STOP_WORDS, content_words, stem
+from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.

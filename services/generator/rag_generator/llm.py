@@ -10,7 +10,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from rag_common.messages import Usage
+from rag_common.wire.messages import Usage
 from rag_generator.settings import GeneratorSettings
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ import secrets
 from collections.abc import Sequence
 from html import escape
 
-from rag_common.injection import find_instruction_spans
-from rag_common.messages import Passage
-from rag_common.texts import DEFAULT_REFUSAL
+from rag_common.config.texts import DEFAULT_REFUSAL
+from rag_common.text.injection import find_instruction_spans
+from rag_common.wire.messages import Passage
 
 REFUSAL = DEFAULT_REFUSAL
 REMOVED = "[instruction-like text removed]"

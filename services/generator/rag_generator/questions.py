@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.messages import Passage
-from rag_common.messages.assessment import BloomLevel, Citation, Question, QuestionSpec
-from rag_common.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import BloomLevel, Citation, Question, QuestionSpec
 
 _UNITS = (
     "days?|hours?|minutes?|seconds?|weeks?|months?|years?|users?|seats?|members?|requests?|tokens?|"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from rag_common.embedding import Embedder
+from rag_common.store.embedding import Embedder
 
 # The fixed cost of one model run, in characters of text (about 30 word pieces): measured as the
 # intercept of run time against padded word pieces (one text of 8 pieces costs as much as about

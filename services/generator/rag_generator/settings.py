@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 
 
 class GeneratorSettings(ServiceSettings):

@@ -12,8 +12,8 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
-from rag_common import subjects
-from rag_common.documents import (
+from rag_common.store.buckets import open_buckets, open_document_index
+from rag_common.store.documents import (
     StatusStore,
     content_hash,
     hash_of_stored_version,
@@ -21,16 +21,17 @@ from rag_common.documents import (
     legacy_object_name,
     object_name,
 )
-from rag_common.embedding import Embedder, SecondEmbedder, get_embedder, get_second_embedder
-from rag_common.memory import release_memory
-from rag_common.messages import DeleteRequested, IngestRequested
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.store.embedding import Embedder, SecondEmbedder, get_embedder, get_second_embedder
+from rag_common.store.factory import configured_store
+from rag_common.store.memory import release_memory
+from rag_common.store.vectors import Store
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_buckets, open_document_index
 from rag_common.transport.consuming import PermanentError, register_work_queue
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import INGEST_JSTREAM
-from rag_common.vectors import Store, configured_store
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import DeleteRequested, IngestRequested
 from rag_ingest.parsing import ParseError, UnsupportedFileType
 from rag_ingest.pipeline import TooManyChunks, index_document, index_version
 from rag_ingest.reconcile import remove_orphans
@@ -81,7 +82,7 @@ class Ingestor:
     async def ingest(self, request: IngestRequested) -> None:
         """Index the version a message names, if it is still the accepted one.
 
-        The status record is the judge (``rag_common.documents``, compare-and-set): a message
+        The status record is the judge (``rag_common.store.documents``, compare-and-set): a message
         whose version a newer upload replaced is skipped; the status names the version the index
         holds, with the index's own chunk count; one document is indexed by one worker at a time.
         """
@@ -196,7 +197,7 @@ class Ingestor:
         await self._drop_object(object_name(collection, document_id, version))
 
     async def sweep_orphans(self) -> list[str]:
-        """Bring the listing index in line with the status records (``rag_common.docindex``), then
+        """Bring the listing index in line with the status records (``rag_common.store.docindex``), then
         delete stored bytes no status record names (``rag_ingest.reconcile``)."""
         added, removed = await self.status.repair_index()
         if added or removed:

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 import charset_normalizer
 from pypdf import PdfReader
 
-from rag_common.formats import SUPPORTED_EXTENSIONS
+from rag_common.wire.formats import SUPPORTED_EXTENSIONS
 from rag_ingest.blocks import Block as Block
 from rag_ingest.blocks import BlockKind as BlockKind
 from rag_ingest.blocks import ParseError as ParseError

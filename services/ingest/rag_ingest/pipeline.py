@@ -12,11 +12,11 @@ from typing import Any
 
 from opentelemetry import trace
 
-from rag_common.documents import stored_version
-from rag_common.embedding import Embedder, SecondEmbedder
-from rag_common.injection import find_instruction_spans
-from rag_common.messages import ChunkPayload, IngestRequested
-from rag_common.vectors import ChunkRecord, Store
+from rag_common.store.documents import stored_version
+from rag_common.store.embedding import Embedder, SecondEmbedder
+from rag_common.store.vectors import ChunkRecord, Store
+from rag_common.text.injection import find_instruction_spans
+from rag_common.wire.messages import ChunkPayload, IngestRequested
 from rag_ingest.chunking import Chunk, chunk_blocks
 from rag_ingest.office import ArchiveLimits
 from rag_ingest.parsing import parse_document

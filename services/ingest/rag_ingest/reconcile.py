@@ -21,8 +21,8 @@ from typing import Any
 
 from nats.js.errors import NotFoundError
 
-from rag_common.documents import StatusStore
-from rag_common.messages import DocumentStatus
+from rag_common.store.documents import StatusStore
+from rag_common.wire.messages import DocumentStatus
 
 log = logging.getLogger("rag.ingest.reconcile")
 

@@ -1,9 +1,9 @@
 """A vector per quotable unit of each chunk, pooled from the chunk's own forward pass (no extra model
 run): what lets the generator rank an answer's sentences without running the model per question.
 
-The units are the generator's own (``rag_common.quotable.candidate_sentences`` on the chunk as a
+The units are the generator's own (``rag_common.text.quotable.candidate_sentences`` on the chunk as a
 passage, planted text excluded), so the generator finds each unit's score again by its text's
-``sentence_key`` (``rag_common.sentence_vectors``).
+``sentence_key`` (``rag_common.store.sentence_vectors``).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_common.embedding import BM25_AVG_LEN, Embedder, SparseVector, Units
-from rag_common.messages import ChunkPayload, Passage
-from rag_common.quotable import candidate_sentences, sentence_key
-from rag_common.sentence_vectors import pack
+from rag_common.store.embedding import BM25_AVG_LEN, Embedder, SparseVector, Units
+from rag_common.store.sentence_vectors import pack
+from rag_common.text.quotable import candidate_sentences, sentence_key
+from rag_common.wire.messages import ChunkPayload, Passage
 from rag_ingest.chunking import Chunk
 
 

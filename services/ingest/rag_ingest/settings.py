@@ -5,8 +5,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from rag_common.embedding import BM25_AVG_LEN
-from rag_common.settings import StoreSettings
+from rag_common.config.settings import StoreSettings
+from rag_common.store.embedding import BM25_AVG_LEN
 
 
 class IngestSettings(StoreSettings):

@@ -9,19 +9,19 @@ from typing import Any
 from faststream import FastStream
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.embedding import get_embedder
-from rag_common.messages import QueryRouted
-from rag_common.messages.assessment import AssessmentRequested, AssessmentRetrieved
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.store.buckets import open_assessments_bucket
+from rag_common.store.embedding import get_embedder
+from rag_common.store.factory import configured_store
 from rag_common.transport.broker import make_broker
-from rag_common.transport.buckets import open_assessments_bucket
 from rag_common.transport.consuming import register_query_stage, register_work_queue
 from rag_common.transport.publishing import publish_assessment, publish_stage
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.streams import ASSESSMENT_JSTREAM
-from rag_common.vectors import configured_store
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import QueryRouted
+from rag_common.wire.messages.assessment import AssessmentRequested, AssessmentRetrieved
 from rag_retriever.assessing import assessment_items
 from rag_retriever.rewriting import rewrite
 from rag_retriever.search import Retriever

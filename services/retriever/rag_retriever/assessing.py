@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_common.messages import Passage
-from rag_common.messages.assessment import Assessment, AssessmentItem, QuestionSpec
+from rag_common.store.vectors import DENSE, SPARSE, SideQuery
 from rag_common.transport.consuming import PermanentError
-from rag_common.vectors import DENSE, SPARSE, SideQuery
+from rag_common.wire.messages import Passage
+from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec
 from rag_retriever.assessment import (
     Key,
     Scored,

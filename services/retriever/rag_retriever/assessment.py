@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_common.messages.assessment import (
+from rag_common.store.vectors import Hit
+from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
     BloomLevel,
@@ -29,7 +30,6 @@ from rag_common.messages.assessment import (
     QuestionKind,
     QuestionSpec,
 )
-from rag_common.vectors import Hit
 from rag_retriever.context import expand
 
 # Marks per question type when the blueprint gives no total.

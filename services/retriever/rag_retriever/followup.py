@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.messages import Turn
+from rag_common.wire.messages import Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][\w'’+.-]*[\w+]|[A-Za-z0-9]")
 _LEAD = re.compile(r"^\s*(?:and|also|so|but|ok(?:ay)?|then)\b[\s,]*", re.IGNORECASE)

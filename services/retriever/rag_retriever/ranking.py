@@ -10,8 +10,8 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
-from rag_common.embedding import STOPWORDS
-from rag_common.vectors import Hit
+from rag_common.store.embedding import STOPWORDS
+from rag_common.store.vectors import Hit
 
 K = TypeVar("K", bound=Hashable)
 

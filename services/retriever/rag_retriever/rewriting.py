@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rag_common.messages import Turn
+from rag_common.wire.messages import Turn
 from rag_retriever.followup import Rewrite, rewrite_followup
 from rag_retriever.settings import RetrieverSettings
 

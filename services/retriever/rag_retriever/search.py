@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from rag_common import sentence_vectors
-from rag_common.embedding import Embedder, SecondEmbedder, SparseVector, get_second_embedder
-from rag_common.messages import Passage, QueryRetrieved, QueryRouted, Retrieval, Route
-from rag_common.names import check_filters
+from rag_common.store import sentence_vectors
+from rag_common.store.embedding import Embedder, SecondEmbedder, SparseVector, get_second_embedder
+from rag_common.store.vectors import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store
 from rag_common.transport.consuming import PermanentError
-from rag_common.vectors import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store
+from rag_common.wire.messages import Passage, QueryRetrieved, QueryRouted, Retrieval, Route
+from rag_common.wire.names import check_filters
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import keyword_query, prefer_named_source, weighted_dbsf
 from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge

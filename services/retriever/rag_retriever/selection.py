@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.messages import ChunkPayload, Passage, Route
-from rag_common.vectors import Hit
+from rag_common.store.vectors import Hit
+from rag_common.wire.messages import ChunkPayload, Passage, Route
 
 REFUSAL_REASON = "no passage is similar enough to the question"
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag_common.settings import StoreSettings
+from rag_common.config.settings import StoreSettings
 
 RERANKER_FOLDER = "ms-marco-MiniLM-L-12-v2-int8"
 

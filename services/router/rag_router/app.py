@@ -10,16 +10,16 @@ from faststream import FastStream
 from faststream.nats import NatsBroker
 from prometheus_client import Counter
 
-from rag_common import subjects
-from rag_common.injection import QUESTION_KINDS, QuestionVerdict, screen_question, warm
-from rag_common.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
-from rag_common.profiles import ProfileBook, open_profiles_bucket
-from rag_common.telemetry import ServiceTelemetry, setup_telemetry
-from rag_common.texts import CollectionTexts, blocked_reply, check_collections_file, collection_texts
+from rag_common.config.texts import CollectionTexts, blocked_reply, check_collections_file, collection_texts
+from rag_common.store.profiles import ProfileBook, open_profiles_bucket
+from rag_common.text.injection import QUESTION_KINDS, QuestionVerdict, screen_question, warm
 from rag_common.transport.broker import make_broker
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_stage
 from rag_common.transport.service import create_service, register_ping
+from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import Draft, Query, QueryDrafted, QueryRequested, QueryRouted, Route
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
 

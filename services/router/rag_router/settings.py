@@ -3,7 +3,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 
 
 class RouterSettings(ServiceSettings):

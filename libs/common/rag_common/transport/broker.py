@@ -15,12 +15,12 @@ from faststream.nats.security import NatsSecurity, NatsUserPassword
 from faststream.prometheus.middleware import PrometheusMiddleware
 from nats.js import JetStreamContext
 
-from rag_common import subjects
-from rag_common.settings import ServiceSettings
-from rag_common.telemetry import ServiceTelemetry
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.labels import RagTelemetryMiddleware, metrics_provider
 from rag_common.transport.recovery import JetStreamLayout, attach_layout
 from rag_common.transport.streams import ensure_streams
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
 
 
 def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsBroker:

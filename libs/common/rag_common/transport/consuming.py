@@ -20,12 +20,12 @@ from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 from pydantic import BaseModel, ValidationError
 
-from rag_common import subjects
-from rag_common.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
-from rag_common.settings import ServiceSettings
-from rag_common.telemetry import ServiceTelemetry
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.recovery import ConsumerSpec, layout_of
 from rag_common.transport.streams import QUERY_JSTREAM, consumer_config
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
+from rag_common.wire.messages import AnswerError, DeadLetter, QueryRequested, StageMessage
 
 log = logging.getLogger(__name__)
 

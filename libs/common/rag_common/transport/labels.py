@@ -17,7 +17,7 @@ from faststream.prometheus import ConsumeAttrs
 from nats.aio.msg import Msg
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from rag_common import subjects
+from rag_common.wire import subjects
 
 _TRACE_CONTEXT = TraceContextTextMapPropagator()
 

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from rag_common.messages import Passage
 from rag_common.transport.consuming import PermanentError
+from rag_common.wire.messages import Passage
 
 M = TypeVar("M", bound=BaseModel)
 

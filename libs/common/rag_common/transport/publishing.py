@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.messages import AnswerDelta, Message, Query, QueryAnswered, StageMessage
 from rag_common.transport.payload import fitted_json, payload_limit
+from rag_common.wire import subjects
+from rag_common.wire.messages import AnswerDelta, Message, Query, QueryAnswered, StageMessage
 
 # Bodies are encoded once, here (the size check needs the bytes anyway), and published as they are.
 JSON = {"content-type": "application/json"}

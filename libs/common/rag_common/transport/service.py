@@ -14,11 +14,11 @@ from typing import Any
 from faststream import FastStream
 from faststream.nats import NatsBroker
 
-from rag_common import subjects
-from rag_common.settings import ServiceSettings
-from rag_common.telemetry import ServiceTelemetry
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
+from rag_common.transport.telemetry import ServiceTelemetry
+from rag_common.wire import subjects
 
 StartStep = Callable[[], Awaitable[None]]
 

@@ -19,9 +19,9 @@ from nats.js.api import (
 )
 from nats.js.errors import BadRequestError
 
-from rag_common import subjects
-from rag_common.settings import ServiceSettings
+from rag_common.config.settings import ServiceSettings
 from rag_common.transport.recovery import layout_of
+from rag_common.wire import subjects
 
 log = logging.getLogger(__name__)
 

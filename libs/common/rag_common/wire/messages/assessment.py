@@ -1,0 +1,204 @@
+"""Messages and stored state of an assessment (an exam made from a collection's material).
+
+The gateway publishes the blueprint (``AssessmentRequested``); the retriever picks passages for each
+question spec (``AssessmentRetrieved``); the generator writes a question per spec
+(``AssessmentDrafted``); the evaluator checks each one, sends the failed ones back to the generator
+once (an ``AssessmentRetrieved`` of the regeneration pass) and stores the result. Every stage writes the job's
+``AssessmentState`` into the key-value bucket ``rag-assessments``, which the gateway reads.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_common.wire.messages.base import Message
+from rag_common.wire.messages.query import Passage
+from rag_common.wire.names import Collection
+
+QuestionKind = Literal["mcq", "short", "long"]
+Difficulty = Literal["easy", "medium", "hard"]
+BloomLevel = Literal["remember", "understand", "apply", "analyze", "evaluate", "create"]
+AssessmentStatus = Literal["queued", "retrieving", "generating", "validating", "done", "failed"]
+
+# The verbs each Bloom level is asked with (revised taxonomy, Anderson & Krathwohl 2001).
+BLOOM_VERBS: dict[BloomLevel, tuple[str, ...]] = {
+    "remember": ("define", "identify", "list", "name", "recall", "recognise", "recognize", "state"),
+    "understand": ("explain", "describe", "interpret", "summarise", "summarize", "classify", "discuss"),
+    "apply": ("apply", "use", "determine", "calculate", "demonstrate", "solve", "show"),
+    "analyze": ("analyse", "analyze", "compare", "contrast", "differentiate", "examine", "distinguish"),
+    "evaluate": ("evaluate", "assess", "justify", "judge", "critique", "recommend", "argue"),
+    "create": ("design", "propose", "plan", "formulate", "devise", "compose", "construct"),
+}
+
+QUESTION_KINDS: tuple[QuestionKind, ...] = ("mcq", "short", "long")
+BLOOM_LEVELS: tuple[BloomLevel, ...] = ("remember", "understand", "apply", "analyze", "evaluate", "create")
+
+
+def _default_levels() -> list[BloomLevel]:
+    return ["remember", "understand"]
+
+
+class Blueprint(BaseModel):
+    """What the teacher asked for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    collection: Collection = "default"
+    units: list[str] = Field(
+        default_factory=list,
+        description="documents (their source name) or heading paths ('Billing > Refunds'); empty: the whole collection",
+    )
+    counts: dict[QuestionKind, int] = Field(default_factory=dict, description="questions wanted per type")
+    difficulty: Difficulty = "medium"
+    bloom_levels: list[BloomLevel] = Field(default_factory=_default_levels)
+    total_marks: int | None = Field(
+        None, description="marks of the whole paper; None: 1 per MCQ, 3 per short, 6 per long"
+    )
+    seed: int = 0
+
+
+class QuestionSpec(BaseModel):
+    """One question to write: its type, unit, Bloom level, difficulty and marks."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    index: int
+    kind: QuestionKind
+    unit: str = ""  # the unit it is drawn from ("" when the blueprint named none)
+    topic: str = ""  # the section the retriever searched for (source and heading path)
+    bloom: BloomLevel = "remember"
+    difficulty: Difficulty = "medium"
+    marks: float = 1.0
+
+
+class Citation(BaseModel):
+    """Where a question comes from: the passage's source, section (or slide) and page."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    source: str
+    section: str = ""
+    page: int | None = None
+    chunk_index: int = 0
+    quote: str = Field("", description="the sentence of the passage the key or model answer rests on")
+
+
+class Validation(BaseModel):
+    """The evaluator's verdict on one question: each check by name, why a failed one failed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    valid: bool = False
+    checks: dict[str, bool] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+    regenerated: bool = False
+
+
+class Question(BaseModel):
+    """A written question with its key (MCQ: ``options[answer_index]``) or model answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    index: int
+    kind: QuestionKind
+    stem: str
+    options: list[str] = Field(default_factory=list)
+    answer_index: int | None = None
+    answer: str = Field(..., description="MCQ: the key; short/long: the model answer, quoted from the passage")
+    bloom: BloomLevel
+    difficulty: Difficulty
+    marks: float
+    unit: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    rule: str = Field("", description="how it was written: a rule name (cloze-value, definition, ...) or 'model'")
+    model: str = "rules"
+    validation: Validation = Field(default_factory=Validation)
+
+
+class AssessmentItem(BaseModel):
+    """One spec on its way through the stages: its passages, then its question."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    spec: QuestionSpec
+    passages: list[Passage] = Field(default_factory=list)
+    question: Question | None = None
+    rejected: list[Question] = Field(default_factory=list, description="earlier attempts the evaluator failed")
+    seconds: float = 0.0  # time the generator spent writing it
+
+
+class Assessment(BaseModel):
+    """The job as every stage reads it: set by the gateway, never changed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    request_id: str
+    blueprint: Blueprint
+    trace_id: str = ""
+
+
+class AssessmentRequested(Message):
+    type: Literal["rag.assessment.requested.v1"] = "rag.assessment.requested.v1"
+    assessment: Assessment
+
+
+class AssessmentRetrieved(Message):
+    """Specs with their passages, and foils: texts from elsewhere in the collection for distractors.
+
+    The regeneration pass carries the questions the evaluator accepted (``question`` set) and the ones to write
+    again (``rejected`` set, ``question`` empty)."""
+
+    type: Literal["rag.assessment.retrieved.v1"] = "rag.assessment.retrieved.v1"
+    assessment: Assessment
+    items: list[AssessmentItem]
+    foils: list[Passage] = Field(default_factory=list)
+    round: int = 1
+
+
+class AssessmentDrafted(Message):
+    type: Literal["rag.assessment.drafted.v1"] = "rag.assessment.drafted.v1"
+    assessment: Assessment
+    items: list[AssessmentItem]
+    foils: list[Passage] = Field(default_factory=list)
+    round: int = 1
+
+
+class Progress(BaseModel):
+    stage: str = "queued"
+    done: int = 0
+    total: int = 0
+
+
+class QuestionCounts(BaseModel):
+    requested: int = 0
+    generated: int = 0
+    valid: int = 0
+    rejected: int = 0
+    regenerated: int = 0
+    dropped: int = 0
+
+
+class AssessmentState(BaseModel):
+    """What the key-value bucket keeps per assessment, and ``GET /v1/assessments/{id}`` returns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    status: AssessmentStatus = "queued"
+    request_id: str = ""
+    trace_id: str = ""
+    blueprint: Blueprint
+    progress: Progress = Field(default_factory=Progress)
+    counts: QuestionCounts = Field(default_factory=QuestionCounts)
+    questions: list[Question] = Field(default_factory=list)
+    dropped: list[Question] = Field(
+        default_factory=list, description="questions that failed validation twice, with why (not in the paper)"
+    )
+    units_met: dict[str, int] = Field(default_factory=dict, description="valid questions per unit")
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    seconds_per_question: float = 0.0

@@ -1,0 +1,243 @@
+"""Messages of the query path: the question once, and each stage its own part.
+
+Every stage message carries the ``Query`` as the gateway asked it (never copied field by field,
+never re-validated in-process: the next stage's message holds the same object) plus what the stages
+so far decided: the ``Route`` (router), the ``Retrieval`` (retriever), the ``Draft`` (generator).
+The evaluator adds the ``Evaluation`` to the drafted message's parts (``QueryAnswered``). No message
+extends another (they share only the bases ``StageMessage`` and ``DraftedStage``), so a stage cannot
+confuse one stage's message with the next one's, and ``type`` is a ``Literal``: a message on the
+wrong subject fails validation instead of passing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
+
+from rag_common.wire.messages.base import Message
+from rag_common.wire.messages.chunk import ChunkKind, ChunkPayload
+from rag_common.wire.names import Collection
+
+# "greeting" and "blocked" (a prompt-injection attempt, refused) skip retrieval and the model.
+Tier = Literal["fast", "strong", "greeting", "blocked"]
+
+
+class Passage(BaseModel):
+    """A retrieved chunk, numbered as the answer cites it: the one shape of a passage everywhere
+    (stage messages, the answer's ``passages`` and ``citations``, the evaluator's checks)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    n: int
+    source: str
+    section: str = ""
+    page: int | None = None
+    chunk_index: int = 0
+    score: float = 0.0
+    text: str = ""
+    document_id: str = ""
+    similarity: float = 0.0  # dense cosine similarity to the question, used for the refusal threshold
+    kind: ChunkKind = "text"
+    # Character ranges of instruction-like text planted in the chunk (marked at ingest): never quoted.
+    injection_spans: list[tuple[int, int]] = Field(default_factory=list)
+
+    @classmethod
+    def from_chunk(cls, n: int, chunk: ChunkPayload, *, score: float, similarity: float) -> Passage:
+        """The passage numbered ``n`` built from a stored chunk's payload."""
+        return cls(
+            n=n,
+            source=chunk.source,
+            section=chunk.section,
+            page=chunk.page,
+            chunk_index=chunk.chunk_index,
+            score=round(score, 6),
+            similarity=round(similarity, 4),
+            text=chunk.text,
+            document_id=chunk.document_id,
+            kind=chunk.kind,
+            injection_spans=list(chunk.injection_spans),
+        )
+
+
+class Route(BaseModel):
+    """The router's decision and why, shown to the client verbatim."""
+
+    tier: Tier
+    model: str = ""
+    score: int = 0
+    signals: dict[str, int] = Field(default_factory=dict)
+    reason: str = ""
+    # Kinds of attack in a part of the question that the router dropped, routing the rest (the
+    # question every later stage reads is that rest): the answer opens with the refusal of that part.
+    attack_dropped: list[str] = Field(default_factory=list)
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Turn(BaseModel):
+    """One earlier exchange of a conversation: what was asked (and what it meant) and the answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question: str
+    answer: str = ""
+    rewritten_question: str | None = None  # the standalone form the retriever searched with
+    sources: list[str] = Field(default_factory=list)
+
+
+class Query(BaseModel):
+    """The question as the gateway asked it: set once, read by every stage, never changed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    request_id: str
+    gateway_id: str
+    question: str
+    session_id: str | None = None
+    # Earlier turns given by the caller (e.g. an OpenAI-style message list). When set they are the
+    # conversation; otherwise the retriever reads the session's turns from the sessions bucket.
+    history: list[Turn] | None = None
+    collection: Collection = "default"
+    filters: dict[str, Any] = Field(default_factory=dict)
+    selected_text: str | None = None
+    trace_id: str = ""
+    # True when absent, so a gateway that does not know the field still gets every delta it relays.
+    stream: bool = Field(
+        True,
+        description="whether the caller streams the answer: token deltas are sent only when true "
+        "(POST /v1/query sends false and gets the final answer alone)",
+    )
+
+
+class Retrieval(BaseModel):
+    """What the retriever found for the question, or why it refuses."""
+
+    rewritten_question: str | None = None  # the follow-up made standalone; None when it was one
+    threshold: float = 0.0  # the collection's calibrated relevance threshold the passages were held to
+    low_confidence: str | None = None  # why the passages only just passed, when they did
+    passages: list[Passage] = Field(default_factory=list)
+    refused: bool = False
+    refusal_reason: str | None = None
+    # Per passage ``n``: the cosine similarity to the (rewritten) question of each quotable unit, by
+    # its ``rag_common.text.quotable.sentence_key``, from vectors stored at ingest; only passages whose
+    # chunks have such vectors. The generator ranks extractive sentences with them, then drops them.
+    sentence_scores: dict[int, dict[str, float]] = Field(default_factory=dict)
+
+
+class Draft(BaseModel):
+    """The answer before evaluation; ``cited`` are passage numbers (``n``) in citation order."""
+
+    answer: str
+    model: str
+    cited: list[int] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    refused: bool = False
+    refusal_reason: str | None = None
+    # Canned text the answer opens with (the refusal of a question's dropped attack): it states
+    # nothing from the documents, so it is not judged as a statement.
+    preface: str = ""
+    # Why the model's answer was withheld (an output check or the citation check failed): the
+    # answer is then the extractive one, and the evaluator raises ``model_answer_rejected``.
+    model_answer_rejected: str | None = None
+
+
+class QueryRequested(Message):
+    """A question for the first stage, as the gateway publishes it."""
+
+    type: Literal["rag.query.requested.v2"] = "rag.query.requested.v2"
+    query: Query
+
+
+class StageMessage(Message):
+    """What every stage after the router hands on: the question, the route, the stage timings."""
+
+    query: Query
+    route: Route
+    # Why this exchange looks like prompt injection ("question: override", "output: secret"); stages
+    # append, the evaluator raises ``injection_suspected`` from it.
+    suspicions: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class QueryRouted(StageMessage):
+    type: Literal["rag.query.routed.v2"] = "rag.query.routed.v2"
+
+
+class QueryRetrieved(StageMessage):
+    type: Literal["rag.query.retrieved.v2"] = "rag.query.retrieved.v2"
+    retrieval: Retrieval
+
+
+class Evaluation(BaseModel):
+    """The evaluator's verdict on a drafted answer: every flag, why each raised one was raised."""
+
+    flags: dict[str, bool]
+    details: dict[str, Any] = Field(default_factory=dict)
+    flagged: bool  # a failing flag is raised ("refused" alone is not failing)
+
+
+class DraftedStage(StageMessage):
+    """What a stage message carries once an answer is drafted: the retrieval (empty when the router
+    answered alone) and the draft."""
+
+    retrieval: Retrieval = Field(default_factory=Retrieval)
+    draft: Draft
+
+    @property
+    def citations(self) -> list[Passage]:
+        """The cited passages, each once, in the order the answer cites them."""
+        by_n = {p.n: p for p in self.retrieval.passages}
+        return [by_n[n] for n in self.draft.cited if n in by_n]
+
+
+class QueryDrafted(DraftedStage):
+    """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
+
+    type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+
+
+class QueryAnswered(DraftedStage):
+    """The final answer to the waiting gateway: the drafted message's parts and the ``Evaluation``.
+
+    The HTTP body of ``POST /v1/query`` is made from it in one place, ``rag_common.wire.http_api.Answer``.
+    """
+
+    type: Literal["rag.answer.final.v2"] = "rag.answer.final.v2"
+    evaluation: Evaluation
+
+    @field_serializer("query")
+    def _query_without_history(self, query: Query, info: SerializationInfo) -> dict[str, Any]:
+        """The conversation stays behind: the gateway that asked holds it, and it would make every
+        answer of a long conversation travel back tens of kilobytes for nothing."""
+        return query.model_dump(mode=info.mode, exclude={"history"})
+
+    @classmethod
+    def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:
+        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``."""
+        parts = {name: getattr(drafted, name) for name in DraftedStage.model_fields if name != "type"}
+        return cls(**parts, evaluation=evaluation)
+
+
+class AnswerDelta(Message):
+    """One streamed piece of answer text; ``attempt`` tells deltas of a redelivered stage apart."""
+
+    type: Literal["rag.answer.delta.v1"] = "rag.answer.delta.v1"
+    request_id: str
+    attempt: str
+    seq: int
+    text: str
+
+
+class AnswerError(Message):
+    """A query that cannot be answered; ``status`` is the HTTP status the gateway returns."""
+
+    type: Literal["rag.answer.error.v1"] = "rag.answer.error.v1"
+    request_id: str
+    code: str
+    message: str
+    status: int = 500

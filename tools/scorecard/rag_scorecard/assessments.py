@@ -1,0 +1,148 @@
+"""The assessment figures: a blueprint per corpus, without a model, and how good the paper is.
+
+    python -m rag_scorecard.assessments [--dataset DIR ...] [--url URL] [--out reports/eval-assessments.json]
+
+For each corpus: ingest it (idempotent), ask for 10 MCQ + 5 short + 2 long, then report the counts
+met, the share of keys the evaluator found supported by their cited passage, distractors supported,
+near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here), and the share
+of questions the system's own ``/v1/query`` answers with a citation to the question's source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rag_scorecard.options import EvalOptions
+from rag_scorecard.system import in_process_system, system_under_test
+
+ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_SETS = (Path("/work/shared/eval/anthropic-docs"), Path("/work/shared/eval/contoso"))
+BLUEPRINT: dict[str, Any] = {
+    "counts": {"mcq": 10, "short": 5, "long": 2},
+    "difficulty": "medium",
+    "bloom_levels": ["remember", "understand"],
+    "seed": 1,
+}
+NEAR_DUPLICATE_COSINE = 0.90
+
+
+async def _wait_done(client: httpx.AsyncClient, assessment_id: str, timeout_s: float) -> dict[str, Any]:
+    response = await client.get(f"/v1/assessments/{assessment_id}/events", timeout=timeout_s)
+    response.raise_for_status()
+    state: dict[str, Any] = (await client.get(f"/v1/assessments/{assessment_id}")).json()
+    return state
+
+
+def _near_duplicates(stems: Sequence[str], model_dir: Path) -> tuple[int, float]:
+    from rag_common.store.embedding import get_embedder
+
+    vectors = get_embedder(model_dir).embed_dense(list(stems))
+    pairs, highest = 0, 0.0
+    for i in range(len(vectors)):
+        for j in range(i + 1, len(vectors)):
+            cosine = sum(a * b for a, b in zip(vectors[i], vectors[j], strict=False))
+            highest = max(highest, cosine)
+            pairs += cosine > NEAR_DUPLICATE_COSINE
+    return pairs, round(highest, 4)
+
+
+async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) -> dict[str, Any]:
+    from rag_devrun.corpus import load_corpus
+
+    collection = f"assess-{dataset.name}"
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r{dataset.name}: {done}/{total} documents indexed", end="", file=sys.stderr, flush=True)
+
+    await load_corpus(client, dataset / "corpus", collection, timeout_s=3600, progress=progress)
+    print(file=sys.stderr)
+    started = time.perf_counter()
+    created = await client.post("/v1/assessments", json={**BLUEPRINT, "collection": collection})
+    created.raise_for_status()
+    state = await _wait_done(client, created.json()["id"], 1800)
+    seconds = time.perf_counter() - started
+    questions = state.get("questions", [])
+    requested = BLUEPRINT["counts"]
+    got = {kind: sum(q["kind"] == kind for q in questions) for kind in requested}
+    supported = sum(bool(q["validation"]["checks"].get("key_supported")) for q in questions)
+    distractors = sum(not q["validation"]["checks"].get("no_distractor_supported", True) for q in questions)
+    duplicates, highest = _near_duplicates([q["stem"] for q in questions], model_dir) if questions else (0, 0.0)
+    answered = 0
+    misses: list[dict[str, Any]] = []
+    for q in questions:
+        reply = await client.post("/v1/query", json={"question": q["stem"], "collection": collection}, timeout=120)
+        body = reply.json() if reply.status_code == 200 else {}
+        cited = {c["source"] for c in body.get("citations", [])}
+        if q["citations"][0]["source"] in cited and not body.get("flags", {}).get("refused"):
+            answered += 1
+        else:
+            misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})
+    total = len(questions) or 1
+    return {
+        "dataset": dataset.name,
+        "status": state.get("status"),
+        "error": state.get("error"),
+        "requested": requested,
+        "generated": got,
+        "counts_met": got == requested,
+        "counts": state.get("counts"),
+        "units_met": state.get("units_met"),
+        "keys_supported_pct": round(100 * supported / total, 1),
+        "distractors_supported": distractors,
+        "near_duplicates": duplicates,
+        "highest_stem_cosine": highest,
+        "query_cites_same_source_pct": round(100 * answered / total, 1),
+        "seconds": round(seconds, 1),
+        "seconds_per_question": state.get("seconds_per_question"),
+        "rules": sorted({q["rule"] for q in questions}),
+        "query_misses": misses,
+    }
+
+
+async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list[dict[str, Any]]:
+    options = EvalOptions(dataset=datasets[0], url=url, data_dir=data_dir, ready_timeout_s=300)
+    results = []
+    say = lambda text: print(text, file=sys.stderr)  # noqa: E731
+    # No URL: always a system of this code, started here (one on :8000 may be another version).
+    system = system_under_test(options, say) if url else in_process_system(options, say)
+    async with system as base_url:
+        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
+            for dataset in datasets:
+                results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
+                print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag_scorecard.assessments", description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, action="append", help="an eval set folder (corpus/ inside)")
+    parser.add_argument("--url", help="a running system (default: :8000 if it answers, else one started here)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data"))
+    parser.add_argument("--out", type=Path, default=Path("reports/eval-assessments.json"))
+    args = parser.parse_args(argv)
+    results = asyncio.run(run(args.dataset or list(DEFAULT_SETS), args.url, args.data_dir))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    passed = all(
+        r["counts_met"]
+        and r["keys_supported_pct"] == 100
+        and r["distractors_supported"] == 0
+        and r["near_duplicates"] == 0
+        and r["query_cites_same_source_pct"] >= 80
+        for r in results
+    )
+    print(f"wrote {args.out}; targets {'met' if passed else 'NOT met'}", file=sys.stderr)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
