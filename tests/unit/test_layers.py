@@ -72,7 +72,7 @@ def imports_of(source: str, module: str, path: str, is_package: bool = False) ->
 
 
 def project_imports() -> list[Import]:
-    found = []
+    found: list[Import] = []
     for floor in (*FLOORS, "benchmarks"):
         for path in sorted((ROOT / floor).rglob("*.py")):
             relative = path.relative_to(ROOT)
