@@ -545,7 +545,7 @@ async def whole_corpus_runs(
 
 async def listing_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorder) -> None:
     """Listing p50 with 10 to 10,000 documents in other collections (``benchmarks.listing``)."""
-    sizes = (10, 100, 1_000) if args.quick else listing.SIZES
+    sizes = listing.QUICK_SIZES if args.quick else listing.SIZES
     for run in range(1, args.runs + 1):
         recorder.run = run
         recorder.mark()

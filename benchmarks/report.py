@@ -74,6 +74,15 @@ SLICE_TARGETS = (
     ),
     Target("throughput.retriever_x1.c8_qps", ">=", 36.0, "≥ 36 questions/s at concurrency 8, one process"),
     Target("scale.ratio", "<=", 2.0, "retrieval p50 at 20k chunks ≤ 2× the p50 at 1.6k (default backend)"),
+    *(
+        Target(f"listing.{name}_ratio", "<=", 1.3, f"{what} p50 with 10,000 documents elsewhere ≤ 1.3× with 10")
+        for name, what in (
+            ("documents", "listing a collection"),
+            ("collections", "/v1/collections"),
+            ("models", "/v1/models"),
+            ("chat", "a chat completion"),
+        )
+    ),
     Target("cache.hit_over_full_p50", "<=", 0.2, "an answer-cache hit's p50 ≤ 0.2× a full answer's (gateway)"),
     Target("cache.near_miss_hits", "<=", 0, "no near-miss pair of samples/orbitly served at the default threshold"),
 )

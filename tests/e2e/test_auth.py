@@ -403,7 +403,7 @@ async def test_openai_api_lists_and_answers_only_what_the_key_may_read(auth_syst
 
 
 async def test_rag_eval_sends_the_api_key_it_is_given(
-    auth_system: AuthSystem, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    auth_system: AuthSystem, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """``rag --api-key KEY eval ...`` (README: ``--api-key`` or ``RAG_API_KEY`` for every command)
     runs the harness against a gateway with authentication on: it uploads and asks with that key."""
@@ -416,7 +416,7 @@ async def test_rag_eval_sends_the_api_key_it_is_given(
     argv = ["--url", auth_system.base_url, "--api-key", key, "eval", "--dataset", str(dataset)]
     argv += ["--collection", "eval-keyed", "--report-dir", str(tmp_path / "reports"), "--no-progress"]
     code = await asyncio.to_thread(rag_main, argv)
-    out = capsys.readouterr()
+    out = capfd.readouterr()  # the harness is a process of its own
     assert code == 0, out.out + out.err
     assert "keyed: 1 questions" in out.out
 

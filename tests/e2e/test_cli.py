@@ -19,7 +19,7 @@ from tests.support.system import SAMPLE_CORPUS, System
 pytestmark = pytest.mark.e2e
 
 
-async def rag(capsys: pytest.CaptureFixture[str], *argv: str, lines: list[str] | None = None) -> tuple[int, str]:
+async def rag(capture: pytest.CaptureFixture[str], *argv: str, lines: list[str] | None = None) -> tuple[int, str]:
     feed: Iterator[str] = iter(lines or [])
 
     def read(prompt: str) -> str:
@@ -29,7 +29,7 @@ async def rag(capsys: pytest.CaptureFixture[str], *argv: str, lines: list[str] |
             raise EOFError from None
 
     code = await asyncio.to_thread(main, list(argv), read)
-    captured = capsys.readouterr()
+    captured = capture.readouterr()
     return code, captured.out + captured.err
 
 
@@ -106,8 +106,9 @@ async def test_docs_lists_the_collection(system: System, capsys: pytest.CaptureF
 
 
 async def test_eval_runs_the_harness_on_a_small_dataset(
-    system: System, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    system: System, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    """The harness runs as its own process: its report reaches the terminal (file descriptors)."""
     dataset = tmp_path / "mini"
     (dataset / "corpus").mkdir(parents=True)
     shutil.copy(SAMPLE_CORPUS / "api.md", dataset / "corpus" / "api.md")
@@ -121,7 +122,7 @@ async def test_eval_runs_the_harness_on_a_small_dataset(
     (dataset / "questions.jsonl").write_text(json.dumps(question) + "\n")
     reports = tmp_path / "reports"
     code, out = await rag(
-        capsys,
+        capfd,
         "--url",
         system.base_url,
         "eval",

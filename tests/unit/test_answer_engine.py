@@ -131,6 +131,20 @@ def test_a_question_the_passages_do_not_answer_is_not_answered() -> None:
     assert not teams.answered and "Teams" in teams.reason
 
 
+def test_a_question_naming_a_document_by_its_file_name_is_answered_from_that_document() -> None:
+    plan = Passage(
+        n=1,
+        source="Northwind_Standard_Benefits_Details.pdf",
+        section="Allowed Amount",
+        text="An Allowed Amount is the maximum amount that the plan will pay for a covered service.",
+    )
+    asked = extractive_reply('What does "Allowed Amount" mean in Northwind_Standard_Benefits_Details.pdf?', [plan])
+    assert asked.answered, asked.reason
+    assert asked.text.startswith("An Allowed Amount is the maximum amount that the plan will pay")
+    other = extractive_reply("What does Northwind_Plus_Benefits_Details.pdf say about the allowed amount?", [plan])
+    assert not other.answered and "Northwind_Plus_Benefits_Details.pdf" in other.reason
+
+
 def test_citations_follow_the_reading_order_of_the_document() -> None:
     passage = Passage(
         n=1,

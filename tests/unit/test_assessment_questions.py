@@ -154,3 +154,18 @@ def test_a_pronoun_is_not_a_defined_term() -> None:
     question = write_question(spec("short", "remember"), [passage], {}, seed=1)
     assert question is not None and not question.stem.startswith("Define This")
     assert question.stem == 'State the main points that "Limits" (plan.pdf) makes.'
+
+
+def test_a_list_item_of_several_sentences_is_not_asked_as_one_how_clause() -> None:
+    # A list item is kept whole; "Explain how Describe the scene ... Focus on ..." asks nothing.
+    step = (
+        "3. Describe the scene you imagined in a single sentence. Focus on making it vivid and short. "
+        'For example: "A bluebird whistled a merry melody as it soared through the azure sky."'
+    )
+    passage = Passage(n=1, source="eval-tool.md", section="Tips for Effective Evaluation", text=step)
+    question = write_question(spec("short", "understand"), [passage], {}, seed=1)
+    assert question is not None and not question.stem.startswith("Explain how")
+    assert question.stem == 'State the main points that "Tips for Effective Evaluation" (eval-tool.md) makes.'
+    one = Passage(n=1, source="sdk.md", section="Streaming", text="You read partial results early by using streaming.")
+    explain = write_question(spec("short", "understand"), [one], {}, seed=1)
+    assert explain is not None and explain.stem.startswith("Explain how you read partial results early,")

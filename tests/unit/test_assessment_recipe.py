@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.wire.messages.assessment import Blueprint
+from rag_common.wire.messages.assessment import Blueprint, QuestionSpec
 from rag_retriever.assessment import (
     Scored,
     assign_topics,
@@ -15,6 +15,7 @@ from rag_retriever.assessment import (
     mmr_select,
     penalise_usage,
     plan_specs,
+    reassign_topics,
     reciprocal_rank_fusion,
     record_usage,
     sections_of,
@@ -125,3 +126,31 @@ def test_units_are_documents_or_heading_paths() -> None:
     )
     specs = assign_topics(plan_specs(Blueprint(counts={"mcq": 2})), sections, seed=3)
     assert sorted(s.topic for s in specs) == ["d.md > Billing > Plans", "d.md > Billing > Refunds"]
+
+
+def test_a_question_written_again_gets_a_section_of_its_unit_that_no_question_drew_on() -> None:
+    def section(path: list[str], words: int, doc: str = "d") -> dict[str, object]:
+        return {**chunk(doc, len(path) * 100 + words, " ".join(["w"] * words)), "section_path": path}
+
+    sections = sections_of(
+        [
+            section(["Billing", "Plans"], 30),
+            section(["Billing", "Refunds"], 40),
+            section(["Billing", "Invoices"], 90),
+            section(["Billing", "Taxes"], 60),
+            section(["Security", "Keys"], 50, doc="s"),
+        ]
+    )
+    taken = {"d.md > Billing > Plans", "d.md > Billing > Refunds"}
+    redo = [
+        QuestionSpec(index=0, kind="short", unit="d.md", topic="d.md > Billing > Plans"),
+        QuestionSpec(index=1, kind="long", unit="d.md", topic="d.md > Billing > Refunds"),
+        QuestionSpec(index=2, kind="mcq", unit="Security", topic="s.md > Security > Keys"),
+    ]
+    short, long, only = reassign_topics(redo, sections, taken | {"s.md > Security > Keys"}, seed=1)
+    # another section of the unit, never one a question of the paper drew on, nor the same twice
+    assert long.topic == "d.md > Billing > Invoices"  # a long question takes the longest
+    assert short.topic == "d.md > Billing > Taxes"
+    # a unit with no other section keeps its own: the recipe then ranks the chunks it used last
+    assert only.topic == "s.md > Security > Keys"
+    assert [s.index for s in (short, long, only)] == [0, 1, 2] and short.kind == "short"

@@ -43,6 +43,7 @@ def test_every_subject_is_there_with_its_typed_message() -> None:
         subjects.ASSESSMENT_REQUESTED,
         subjects.ASSESSMENT_RETRIEVED,
         subjects.ASSESSMENT_DRAFTED,
+        subjects.ASSESSMENT_REJECTED,
         subjects.answer_subject("{gateway_id}", "{request_id}", "delta"),
         subjects.answer_subject("{gateway_id}", "{request_id}", "final"),
         subjects.answer_subject("{gateway_id}", "{request_id}", "error"),

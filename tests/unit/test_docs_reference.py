@@ -11,7 +11,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "decisions").glob("*.md"))]
-CODE_FOLDERS = ("libs", "services", "gateway", "benchmarks", "tests", "scripts")
+CODE_FOLDERS = ("libs", "services", "gateway", "tools", "benchmarks", "tests", "scripts")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 DECISION = re.compile(r"docs/decisions/[0-9]{4}-[a-z0-9-]+\.md")
 CODE_SPAN = re.compile(r"`[^`\n]*`")

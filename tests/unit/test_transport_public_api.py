@@ -18,7 +18,7 @@ PRIVATE = re.compile(
 
 
 def product_modules() -> list[Path]:
-    return [p for folder in ("libs", "services", "gateway") for p in (ROOT / folder).rglob("*.py")]
+    return [p for folder in ("libs", "services", "gateway", "tools") for p in (ROOT / folder).rglob("*.py")]
 
 
 def test_no_product_module_touches_private_nats_py_attributes() -> None:

@@ -95,8 +95,7 @@ async def create_assessment(
     rid = request_id(request)
     store = await _store(gateway)
     if gateway.status is not None:
-        known = {r.collection for r in await gateway.status.list()}
-        if body.collection not in known:
+        if body.collection not in await gateway.status.collection_names():
             raise ApiError(404, "collection_not_found", f"collection {body.collection!r} has no documents")
     total = sum(body.counts.values())
     if body.total_marks is not None and body.total_marks < total:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -27,6 +28,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FILE_REFUSED = frozenset({400, 413, 415, 422})
 CHAT_EXIT = {"/quit", "/exit", "/q"}
 MAX_CHAT_TURNS = 1000
+HARNESS = "rag_scorecard"  # the offline evaluation harness (tools/scorecard), run by `rag eval`
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,9 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--collection", help="only this collection")
     docs.add_argument("--json", action="store_true")
 
-    commands.add_parser(
-        "eval", help="run the evaluation harness (arguments as `python -m rag_scorecard`)", add_help=False
-    )
+    commands.add_parser("eval", help=f"run the evaluation harness (arguments as `python -m {HARNESS}`)", add_help=False)
     return parser
 
 
@@ -243,14 +243,15 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
 
 
 def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    from rag_scorecard.cli import main as harness_main
-
+    """Run the offline harness as a process of its own (``python -m rag_scorecard``), with this
+    interpreter. The harness sits above the services (it starts them all when no deployment
+    answers), so the client runs it and never imports it."""
     harness_args = list(args.harness_args)
     if url_given and "--url" not in harness_args:
         harness_args += ["--url", url_given]
     if args.api_key and "--api-key" not in harness_args:  # $RAG_API_KEY the harness reads itself
         harness_args += ["--api-key", args.api_key]
-    return harness_main(harness_args)
+    return subprocess.run([sys.executable, "-m", HARNESS, *harness_args], check=False).returncode
 
 
 def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) -> int:

@@ -1,5 +1,6 @@
-"""The evaluator's stage of an assessment: check every question, send the failed ones back once,
-then store the paper (only valid questions) with its counts.
+"""The evaluator's stage of an assessment: check every question, send the failed ones back once (to
+the retriever, for passages of another section, then to the generator), then store the paper (only
+valid questions) with its counts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rag_common.wire import subjects
 from rag_common.wire.messages.assessment import (
     AssessmentDrafted,
     AssessmentItem,
-    AssessmentRetrieved,
+    AssessmentRejected,
     AssessmentState,
     Question,
     Validation,
@@ -140,8 +141,8 @@ def register_assessments(
                     s.counts.rejected, s.counts.regenerated = rejected, len(to_redo)
 
                 await jobs.update(job.id, regenerating)
-            again = AssessmentRetrieved(assessment=job, items=regenerate(items), foils=drafted.foils, round=2)
-            await publish_assessment(broker, again, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:2")
+            again = AssessmentRejected(assessment=job, items=regenerate(items), foils=drafted.foils, round=2)
+            await publish_assessment(broker, again, subjects.ASSESSMENT_REJECTED, f"{job.id}:rejected:2")
             return
         dropped = len(to_redo)
         metrics.questions.labels("dropped").inc(dropped)

@@ -465,8 +465,9 @@ def _answerable(
     the documents, so it alone decides nothing.
     """
     everything = " ".join(f"{c.text} {c.context}" for c in candidates)
-    # A file name counts too, its words apart: "Northwind_Standard_Benefits_Details.pdf".
-    everything += " " + " ".join(f"{re.sub(r'[_./-]+', ' ', p.source)} {p.section or ''}" for p in passages)
+    # A file name counts too, as written ("Northwind_Standard_Benefits_Details.pdf", a name a reader
+    # quotes) and its words apart ("Northwind Standard Benefits").
+    everything += " " + " ".join(f"{p.source} {re.sub(r'[_./-]+', ' ', p.source)} {p.section or ''}" for p in passages)
     missing_heads = [h for h in asked.heads if not _holds_word(everything, h)]
     if missing_heads:
         return f"no passage mentions {', '.join(missing_heads)}"

@@ -43,6 +43,7 @@ _REASON = re.compile(r"\b(because|so that|in order to|to ensure|to avoid|to prev
 _MEANS = re.compile(
     r"\b(by (?:using|adding|setting|providing|asking|giving|breaking|including|making)|using|through)\b"
 )
+_SENTENCE_BREAK = re.compile(r"[.!?:][\"'”’)]*\s+[\"'“‘(]*[A-Z]")
 _STOP_START = frozenset(
     "the a an this that these those it its you your we our they their he she his her each every when if "
     "for in on at to of with by as and or but not all any some many most more one two three first".split()
@@ -238,6 +239,9 @@ def _reason_stem(sentence: str) -> tuple[str, str] | None:
         match = pattern.search(sentence)
         if match and match.start() > 15:
             head = sentence[: match.start()].strip(" ,;:-")
+            # A list item can hold several sentences: a clause that spans one break is no statement.
+            if _SENTENCE_BREAK.search(head):
+                continue
             if len(head.split()) >= 3 and not head.endswith(("and", "or", "to")):
                 return word, _lower_first(head)
     return None

@@ -207,9 +207,14 @@ class Ingestor:
     async def sweep_orphans(self) -> list[str]:
         """Bring the listing index in line with the status records (``rag_common.store.docindex``), then
         delete stored bytes no status record names (``rag_ingest.reconcile``)."""
-        added, removed = await self.status.repair_index()
-        if added or removed:
-            log.info("document index repaired: %d documents added, %d removed", added, removed)
+        added, removed, recounted = await self.status.repair_index()
+        if added or removed or recounted:
+            log.info(
+                "document index repaired: %d documents added, %d removed, counts corrected for %s",
+                added,
+                removed,
+                ", ".join(recounted) or "no collection",
+            )
         return await remove_orphans(self.objects, self.status, grace_s=self.settings.orphan_grace_s)
 
 

@@ -33,8 +33,8 @@ from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import AnswerDelta, QueryAnswered, QueryRouted
-from rag_common.wire.messages.assessment import AssessmentRequested, AssessmentRetrieved
-from rag_retriever.assessing import assessment_items
+from rag_common.wire.messages.assessment import AssessmentRejected, AssessmentRequested, AssessmentRetrieved
+from rag_retriever.assessing import assessment_items, regeneration_items
 from rag_retriever.rewriting import rewrite
 from rag_retriever.search import Retriever, search_text
 from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
@@ -124,7 +124,8 @@ def build_broker(settings: RetrieverSettings, telemetry: ServiceTelemetry, state
 def register_assessments(
     broker: NatsBroker, settings: RetrieverSettings, telemetry: ServiceTelemetry, state: dict[str, Any]
 ) -> None:
-    """The retriever's stage of an assessment: passages for every question spec."""
+    """The retriever's stage of an assessment: passages for every question spec, and other passages
+    for the questions the evaluator sends back."""
     metrics = AssessmentMetrics(telemetry.registry)
     recipe = AssessmentRecipeSettings()
 
@@ -152,6 +153,27 @@ def register_assessments(
         area="assessment",
         model=AssessmentRequested,
         work=on_requested,
+        ack_wait=120.0,
+        on_failure=assessment_failure_hook(store, metrics),
+    )
+
+    async def on_rejected(rejected: AssessmentRejected) -> None:
+        job = rejected.assessment
+        with telemetry.tracer.start_as_current_span("assessment_retrieval"):
+            items = await asyncio.to_thread(regeneration_items, state["retriever"], recipe, job, rejected.items)
+        again = AssessmentRetrieved(assessment=job, items=items, foils=rejected.foils, round=rejected.round)
+        await publish_assessment(broker, again, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:{rejected.round}")
+
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subjects.ASSESSMENT_REJECTED,
+        consumer=subjects.RETRIEVER_REJECTED_CONSUMER,
+        stream=ASSESSMENT_JSTREAM,
+        area="assessment",
+        model=AssessmentRejected,
+        work=on_rejected,
         ack_wait=120.0,
         on_failure=assessment_failure_hook(store, metrics),
     )

@@ -1,6 +1,7 @@
 """The retriever's stage of an assessment: passages for every question spec of a blueprint, by the
 published recipe (``rag_retriever.assessment``: hybrid + RRF, neighbours, word budget, usage
-penalty, MMR), and foils for distractors. Blocking: the handler runs it in a thread."""
+penalty, MMR), and foils for distractors; in the regeneration pass, passages of another section for
+each question the evaluator sent back. Blocking: the handler runs it in a thread."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from rag_retriever.assessment import (
     mmr_select,
     penalise_usage,
     plan_specs,
+    reassign_topics,
     reciprocal_rank_fusion,
     record_usage,
     sample_foils,
@@ -31,15 +33,27 @@ from rag_retriever.search import Retriever
 from rag_retriever.settings import AssessmentRecipeSettings
 
 
+def _collection_chunks(
+    retriever: Retriever, s: AssessmentRecipeSettings, collection: str
+) -> tuple[list[dict[str, Any]], dict[Key, dict[str, Any]]]:
+    """The collection's chunks (for units, topics and foils) and the same by (document, chunk index)."""
+    store = retriever.store
+    if not store.collection_exists(collection):
+        raise PermanentError("collection_not_found", f"unknown collection {collection!r}", 404)
+    chunks = store.scroll_chunks(collection, s.scan_limit)
+    by_key: dict[Key, dict[str, Any]] = {
+        (str(c.get("document_id", "")), int(c.get("chunk_index", 0))): c for c in chunks
+    }
+    return chunks, by_key
+
+
 def assessment_items(
     retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment
 ) -> tuple[list[AssessmentItem], list[Passage]]:
     """Each spec of the blueprint with its passages, and foils for distractors."""
-    s, blueprint, store = recipe_settings, job.blueprint, retriever.store
+    s, blueprint = recipe_settings, job.blueprint
     collection = blueprint.collection
-    if not store.collection_exists(collection):
-        raise PermanentError("collection_not_found", f"unknown collection {collection!r}", 404)
-    chunks = store.scroll_chunks(collection, s.scan_limit)
+    chunks, by_key = _collection_chunks(retriever, s, collection)
     sections = sections_of(chunks)
     missing = [unit for unit in blueprint.units if not unit_sections(sections, unit)]
     if missing:
@@ -49,9 +63,6 @@ def assessment_items(
             "name a document by its source or a heading path such as 'Billing > Refunds'",
             422,
         )
-    by_key: dict[Key, dict[str, Any]] = {
-        (str(c.get("document_id", "")), int(c.get("chunk_index", 0))): c for c in chunks
-    }
     specs = assign_topics(plan_specs(blueprint), sections, blueprint.seed)
     used: dict[Key, int] = {}
     items = []
@@ -65,6 +76,34 @@ def assessment_items(
         for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
     ]
     return items, foils
+
+
+def regeneration_items(
+    retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment, items: list[AssessmentItem]
+) -> list[AssessmentItem]:
+    """The regeneration pass: each item to write again (no question) gets the passages of a section of
+    its unit that no question of the paper drew on (``reassign_topics``), found by the same recipe with
+    every chunk the paper already used penalised; the accepted items stay as they are. A question
+    whose passages offered nothing to ask, or only rejected questions, is so written from others."""
+    s, blueprint = recipe_settings, job.blueprint
+    chunks, by_key = _collection_chunks(retriever, s, blueprint.collection)
+    redo = [item.spec for item in items if item.question is None]
+    specs = iter(reassign_topics(redo, sections_of(chunks), {item.spec.topic for item in items}, blueprint.seed))
+    used: dict[Key, int] = {}
+    for item in items:
+        for p in item.passages:
+            used[(p.document_id, p.chunk_index)] = used.get((p.document_id, p.chunk_index), 0) + 1
+    out = []
+    for item in items:
+        if item.question is not None:
+            out.append(item)
+            continue
+        spec = next(specs)
+        picked = recipe(retriever, s, blueprint.collection, spec, used, by_key)
+        record_usage(used, picked)
+        passages = [_passage(n, c) for n, c in enumerate(picked, start=1)]
+        out.append(item.model_copy(update={"spec": spec, "passages": passages}))
+    return out
 
 
 def recipe(

@@ -187,8 +187,37 @@ def assign_topics(
             continue
         section = queue.pop(0)
         queue.append(section)
-        out.append(spec.model_copy(update={"topic": f"{section.source}{UNIT_SEPARATOR}{section.heading}"}))
+        out.append(spec.model_copy(update={"topic": _topic_of(section)}))
     return out
+
+
+def reassign_topics(
+    specs: Sequence[QuestionSpec], sections: Sequence[Section], taken: set[str], seed: int, min_words: int = 25
+) -> list[QuestionSpec]:
+    """Give each spec to write again a section of its unit that no question of the paper drew on
+    (``taken``: the topics already assigned), so its question comes from other passages: sections in
+    a seeded order, each given once, long questions served first and the longest first. A spec whose
+    unit has no such section keeps its own (the recipe then ranks the chunks it used last)."""
+    rng = random.Random(f"{seed}:regenerate")
+    taken = set(taken)
+    out = list(specs)
+    for i in sorted(range(len(out)), key=lambda i: out[i].kind != "long"):
+        spec = out[i]
+        unit = [s for s in unit_sections(sections, spec.unit) if _topic_of(s) not in taken]
+        pool = [s for s in unit if s.words >= min_words] or unit
+        if not pool:
+            continue
+        rng.shuffle(pool)
+        if spec.kind == "long":
+            pool.sort(key=lambda s: s.words, reverse=True)
+        topic = _topic_of(pool[0])
+        taken.add(topic)
+        out[i] = spec.model_copy(update={"topic": topic})
+    return out
+
+
+def _topic_of(section: Section) -> str:
+    return f"{section.source}{UNIT_SEPARATOR}{section.heading}"
 
 
 def topic_query(topic: str) -> str:

@@ -27,13 +27,12 @@ from typing import Any, Literal
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError, NoKeysError
 from nats.js.kv import KeyValue
 
-from rag_common.store.docindex import DocumentIndex
+from rag_common.store.docindex import SETTLE_S, WRONG_LAST_SEQUENCE, DocumentIndex
 from rag_common.wire.messages import DocumentStatus, IngestRequested
 
 CAS_ATTEMPTS = 50
 UPLOAD_ATTEMPTS = 20
 _DOC_NS = uuid.UUID("3b4f8a52-98c7-4bd5-8f0e-1b6a9c5d2e71")
-_WRONG_LAST_SEQUENCE = (10071, 10164)  # JetStream's "wrong last sequence" error codes
 INDEXED_STATES = ("indexed", "unchanged")
 
 
@@ -156,7 +155,7 @@ class StatusStore:
         try:
             await self.kv.delete(after.document_id, last=revision)
         except APIError as exc:
-            if exc.err_code in _WRONG_LAST_SEQUENCE:
+            if exc.err_code in WRONG_LAST_SEQUENCE:
                 return False
             raise
         await self._unindex(after.collection, after.document_id)
@@ -168,7 +167,8 @@ class StatusStore:
             return
 
         async def recorded() -> bool:
-            return await self.get(document_id) is not None
+            record = await self.get(document_id)
+            return record is not None and record.collection == collection
 
         await self.index.remove(collection, document_id, recorded)
 
@@ -255,7 +255,7 @@ class StatusStore:
             try:
                 await self.kv.delete(document_id, last=revision)
             except APIError as exc:
-                if exc.err_code in _WRONG_LAST_SEQUENCE:
+                if exc.err_code in WRONG_LAST_SEQUENCE:
                     continue
                 raise
             await self._unindex(current.collection, current.document_id)
@@ -300,7 +300,8 @@ class StatusStore:
         return sorted(records, key=lambda r: (r.collection, r.source))
 
     async def collection_counts(self) -> dict[str, int]:
-        """Documents per collection, for the collections holding any."""
+        """Documents per collection, for the collections holding any (with the index: one small
+        read per collection, however many documents they hold)."""
         if self.index is not None:
             return await self.index.counts()
         return dict(Counter(r.collection for r in await self.list()))
@@ -311,24 +312,27 @@ class StatusStore:
             return set(await self.index.collections())
         return {r.collection for r in await self.list()}
 
-    async def repair_index(self) -> tuple[int, int]:
+    async def repair_index(self, settle_s: float = SETTLE_S) -> tuple[int, int, tuple[str, ...]]:
         """Bring the index in line with the records (a full read of both: ingest's periodic sweep,
-        and the first start after an upgrade, when the index is empty). Returns (added, removed)."""
+        and the first start after an upgrade, when the index is empty), then its counts in line with
+        its keys (``DocumentIndex.recount``). Returns the documents added, those removed and the
+        collections whose count was corrected."""
         if self.index is None:
-            return 0, 0
+            return 0, 0, ()
         indexed = set(await self.index.all_documents())
         added = removed = 0
         for key in await self.keys():
             record = await self.get(key)
-            if record is not None and (record.collection, record.document_id) not in indexed:
-                await self.index.add(record.collection, record.document_id)
+            # every record, not only those missing from the listing: a key a stopped remover left
+            # as a delete marker is listed, yet must be written again
+            if record is not None and await self.index.add(record.collection, record.document_id):
                 added += 1
         for collection, document_id in indexed:
             record = await self.get(document_id)
             if record is None or record.collection != collection:
                 await self._unindex(collection, document_id)
                 removed += 1
-        return added, removed
+        return added, removed, tuple(await self.index.recount(settle_s))
 
 
 def _is_current(request: IngestRequested) -> Callable[[DocumentStatus], bool]:

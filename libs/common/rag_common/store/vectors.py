@@ -4,7 +4,8 @@ Three backends behind one set of operations (``Store``): a Qdrant server (``QDRA
 number of processes), Qdrant Edge (``RAG_VECTOR_BACKEND=edge``, the default: Qdrant's Rust shard in
 the process; ``rag_common.store.edge``) and qdrant-client's local mode (``RAG_VECTOR_BACKEND=local``,
 Python scoring).
-The two embedded ones allow a single opener per folder, so a process shares one store per location.
+The two embedded ones allow a single opener per folder, so a process shares one store per location;
+``rag_common.store.factory`` opens them, above both backends, so neither imports the other's opener.
 
 Local mode only marks a deleted point as deleted: its vectors, payload and sparse vector stay in
 the process until the collection is loaded again. ``VectorStore.compact`` reloads a local

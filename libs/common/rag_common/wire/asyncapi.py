@@ -37,7 +37,12 @@ from rag_common.wire.messages import (
     QueryRetrieved,
     QueryRouted,
 )
-from rag_common.wire.messages.assessment import AssessmentDrafted, AssessmentRequested, AssessmentRetrieved
+from rag_common.wire.messages.assessment import (
+    AssessmentDrafted,
+    AssessmentRejected,
+    AssessmentRequested,
+    AssessmentRetrieved,
+)
 
 VERSION = "0.1.0"
 DEFAULT_OUT = Path("docs/asyncapi.json")
@@ -131,8 +136,8 @@ CHANNELS: tuple[Channel, ...] = (
         AssessmentRetrieved,
         "retriever",
         "generator",
-        "Each question spec with its passages and foils for distractors (regeneration, from the evaluator: the "
-        "questions to write again).",
+        "Each question spec with its passages and foils for distractors (regeneration: the questions to write "
+        "again, with other passages).",
         subjects.ASSESSMENT_STREAM,
     ),
     Channel(
@@ -141,6 +146,15 @@ CHANNELS: tuple[Channel, ...] = (
         "generator",
         "evaluator",
         "Each question spec with its written question, to be validated.",
+        subjects.ASSESSMENT_STREAM,
+    ),
+    Channel(
+        subjects.ASSESSMENT_REJECTED,
+        AssessmentRejected,
+        "evaluator",
+        "retriever",
+        "The paper after the first check: the questions that failed go back once for passages of another "
+        "section of their unit, then to the generator (regeneration).",
         subjects.ASSESSMENT_STREAM,
     ),
     Channel(

@@ -37,6 +37,7 @@ from rag_common.wire.messages import (
 )
 from rag_common.wire.messages.assessment import (
     AssessmentDrafted,
+    AssessmentRejected,
     AssessmentRequested,
     AssessmentRetrieved,
     AssessmentState,
@@ -62,6 +63,7 @@ WIRE_MODELS: tuple[type[BaseModel], ...] = (
     AssessmentRequested,
     AssessmentRetrieved,
     AssessmentDrafted,
+    AssessmentRejected,
     AssessmentState,
     AuditEvent,
     CollectionTexts,

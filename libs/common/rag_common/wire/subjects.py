@@ -32,9 +32,11 @@ EVALUATOR_CONSUMER = "evaluator"
 ASSESSMENT_STREAM = "RAG_ASSESSMENT"
 ASSESSMENT_SUBJECTS = f"{PREFIX}.assessment.>"
 ASSESSMENT_REQUESTED = f"{PREFIX}.assessment.requested"  # rag.assessment.requested.v1
-ASSESSMENT_RETRIEVED = f"{PREFIX}.assessment.retrieved"  # rag.assessment.retrieved.v1 (again to regenerate)
+ASSESSMENT_RETRIEVED = f"{PREFIX}.assessment.retrieved"  # rag.assessment.retrieved.v1 (again, to regenerate)
 ASSESSMENT_DRAFTED = f"{PREFIX}.assessment.drafted"  # rag.assessment.drafted.v1
+ASSESSMENT_REJECTED = f"{PREFIX}.assessment.rejected"  # rag.assessment.rejected.v1 (back for other passages)
 RETRIEVER_ASSESSMENT_CONSUMER = "retriever-assessment"
+RETRIEVER_REJECTED_CONSUMER = "retriever-assessment-rejected"
 GENERATOR_ASSESSMENT_CONSUMER = "generator-assessment"
 EVALUATOR_ASSESSMENT_CONSUMER = "evaluator-assessment"
 

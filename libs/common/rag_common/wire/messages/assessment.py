@@ -2,9 +2,11 @@
 
 The gateway publishes the blueprint (``AssessmentRequested``); the retriever picks passages for each
 question spec (``AssessmentRetrieved``); the generator writes a question per spec
-(``AssessmentDrafted``); the evaluator checks each one, sends the failed ones back to the generator
-once (an ``AssessmentRetrieved`` of the regeneration pass) and stores the result. Every stage writes the job's
-``AssessmentState`` into the key-value bucket ``rag-assessments``, which the gateway reads.
+(``AssessmentDrafted``); the evaluator checks each one, sends the failed ones back once
+(``AssessmentRejected``: the retriever finds them passages of another section, the generator writes
+them again from those in an ``AssessmentRetrieved`` of the regeneration pass) and stores the result.
+Every stage writes the job's ``AssessmentState`` into the key-value bucket ``rag-assessments``,
+which the gateway reads.
 """
 
 from __future__ import annotations
@@ -149,7 +151,7 @@ class AssessmentRetrieved(Message):
     """Specs with their passages, and foils: texts from elsewhere in the collection for distractors.
 
     The regeneration pass carries the questions the evaluator accepted (``question`` set) and the ones to write
-    again (``rejected`` set, ``question`` empty)."""
+    again (``question`` empty), with passages of another section where their unit has one."""
 
     type: Literal["rag.assessment.retrieved.v1"] = "rag.assessment.retrieved.v1"
     assessment: Assessment
@@ -164,6 +166,18 @@ class AssessmentDrafted(Message):
     items: list[AssessmentItem]
     foils: list[Passage] = Field(default_factory=list)
     round: int = 1
+
+
+class AssessmentRejected(Message):
+    """The paper after the first check, back to the retriever: the accepted questions (``question``
+    set) and the ones to write again (``question`` empty, earlier attempts in ``rejected``), which
+    get passages of another section of their unit so the regeneration does not ask the same material."""
+
+    type: Literal["rag.assessment.rejected.v1"] = "rag.assessment.rejected.v1"
+    assessment: Assessment
+    items: list[AssessmentItem]
+    foils: list[Passage] = Field(default_factory=list)
+    round: int = 2
 
 
 class Progress(BaseModel):

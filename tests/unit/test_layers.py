@@ -1,0 +1,165 @@
+"""Imports point down the floors, never up (docs/ARCHITECTURE.md, "Layers").
+
+Floors, lowest first: ``libs/`` (``rag_common``, then ``rag_client``), the services and the gateway
+side by side, then ``tools/`` and ``benchmarks/``, which may import everything below them. Inside
+``rag_common`` each module sits in a room, and a room imports only the rooms listed for it, so no
+two rooms import each other. Every import statement counts, those inside functions too: a lazy
+import still makes the lower floor depend on the upper one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOORS = ("libs", "services", "gateway", "tools")
+# rag_common's rooms and the rooms each may import (besides itself)
+ROOMS: dict[str, frozenset[str]] = {
+    "config": frozenset(),
+    "wire": frozenset({"config"}),
+    "text": frozenset({"config", "wire"}),
+    "transport": frozenset({"config", "wire"}),
+    "store": frozenset({"config", "wire", "text", "transport"}),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module, dotted
+    target: str  # what it imports, dotted (a module, or a name in one)
+    where: str  # path:line
+
+
+def packages() -> dict[str, str]:
+    """Every first-party package and its floor: ``rag_common`` → ``libs``, ``rag_router`` → ``services``."""
+    found = {"benchmarks": "tools", "tests": "tests"}
+    for floor in FLOORS:
+        for init in sorted((ROOT / floor).glob("**/__init__.py")):
+            package = init.parent
+            if not (package.parent / "__init__.py").exists():  # the top of a package, not a subpackage
+                found[package.name] = floor
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.with_suffix("").parts)
+    for index in range(len(parts) - 1, -1, -1):  # the outermost folder that is still a package
+        if not (Path(*parts[:index]) / "__init__.py").exists():
+            return ".".join(p for p in parts[index:] if p != "__init__")
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, path: str, is_package: bool = False) -> Iterator[Import]:
+    """Every import in ``source``, top-level or inside a function, relative ones made absolute."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(module, alias.name, f"{path}:{node.lineno}")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                yield Import(module, f"{base}.{alias.name}" if base else alias.name, f"{path}:{node.lineno}")
+
+
+def project_imports() -> list[Import]:
+    found: list[Import] = []
+    for floor in (*FLOORS, "benchmarks"):
+        for path in sorted((ROOT / floor).rglob("*.py")):
+            relative = path.relative_to(ROOT)
+            found += imports_of(
+                path.read_text(), module_name(path), str(relative), is_package=path.name == "__init__.py"
+            )
+    return found
+
+
+def broken_rules(found: list[Import], floors: dict[str, str]) -> list[str]:
+    broken = []
+    for item in found:
+        source_package, target_package = item.module.split(".")[0], item.target.split(".")[0]
+        if target_package not in floors or target_package == source_package:
+            if target_package == source_package == "rag_common":
+                broken += room_rule(item)
+            continue
+        source_floor, target_floor = floors[source_package], floors[target_package]
+        allowed = {
+            "libs": {"libs"},
+            "services": {"libs"},  # never another service, nor the gateway
+            "gateway": {"libs"},
+            "tools": {"libs", "services", "gateway", "tools"},
+        }[source_floor]
+        if target_floor not in allowed or (source_package == "rag_common" and target_package != "rag_common"):
+            broken.append(f"{item.where}: {item.module} ({source_floor}) imports {item.target} ({target_floor})")
+    return broken
+
+
+def room_rule(item: Import) -> list[str]:
+    source, target = item.module.split("."), item.target.split(".")
+    if len(source) == 2 and source[1] not in ROOMS:
+        return [f"{item.where}: {item.module} is a flat module: put it in a room ({', '.join(ROOMS)})"]
+    if len(target) < 2:
+        return []
+    source_room = source[1] if len(source) > 1 else None
+    target_room = target[1]
+    if target_room not in ROOMS:
+        return [f"{item.where}: {item.target} is not in a room ({', '.join(ROOMS)})"]
+    if source_room is None or source_room == target_room or target_room in ROOMS.get(source_room, frozenset()):
+        return []
+    allowed = ", ".join(sorted(ROOMS[source_room])) if source_room in ROOMS else "nothing: not a room"
+    return [f"{item.where}: rag_common.{source_room} imports {item.target} (it may import {allowed})"]
+
+
+def test_imports_point_down_the_floors_and_rag_common_rooms() -> None:
+    floors = packages()
+    found = project_imports()
+    assert {"rag_common", "rag_client", "rag_router", "rag_gateway", "rag_devrun", "rag_scorecard"} <= set(floors)
+    assert len(found) > 1000  # the walk saw the whole tree
+    assert broken_rules(found, floors) == []
+
+
+def test_every_rag_common_module_is_in_a_room() -> None:
+    common = ROOT / "libs" / "common" / "rag_common"
+    flat = sorted(p.name for p in common.glob("*.py") if p.name != "__init__.py")
+    rooms = sorted(p.name for p in common.iterdir() if (p / "__init__.py").exists())
+    assert flat == []
+    assert rooms == sorted(ROOMS)
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "complaint"),
+    [
+        ("rag_common.wire.names", "def f():\n    from rag_common.store import documents\n", "may import config"),
+        ("rag_common.text.words", "from ..transport import telemetry\n", "rag_common.transport.telemetry"),
+        ("rag_client.cli", "import rag_scorecard.cli\n", "rag_client.cli (libs) imports rag_scorecard.cli (tools)"),
+        ("rag_common.store.edge", "from rag_gateway.app import create_app\n", "(gateway)"),
+        ("rag_router.app", "from rag_retriever import search\n", "(services)"),
+        ("rag_gateway.app", "from rag_devrun.stack import Stack\n", "(tools)"),
+        ("rag_common.settings", "from rag_common.wire import subjects\n", "flat module"),
+    ],
+)
+def test_an_upward_import_is_named(module: str, source: str, complaint: str) -> None:
+    found = list(imports_of(source, module, "x.py"))
+    broken = broken_rules(found, packages())
+    assert len(broken) == 1 and complaint in broken[0], broken
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("rag_common.store.documents", "from rag_common.wire.messages import IngestRequested\n"),
+        ("rag_common.store.assessments", "from rag_common.transport.consuming import FailureHook\n"),
+        ("rag_devrun.stack", "from rag_gateway.app import create_app\n"),
+        ("rag_router.app", "from rag_common.text.injection import check_question\n"),
+    ],
+)
+def test_a_downward_import_is_allowed(module: str, source: str) -> None:
+    assert broken_rules(list(imports_of(source, module, "x.py")), packages()) == []
