@@ -22,16 +22,13 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.local.local_collection import EPSILON, LocalCollection
 from qdrant_client.local.qdrant_local import QdrantLocal
 
-from rag_common.config.settings import StoreSettings
 from rag_common.store.embedding import DENSE_DIM, SECOND_DIM, SparseVector
 from rag_common.store.memory import release_memory
 
@@ -614,38 +611,3 @@ def build_filter(filters: dict[str, Any]) -> models.Filter | None:
         else:
             conditions.append(models.FieldCondition(key=field, match=models.MatchValue(value=value)))
     return models.Filter(must=conditions) if conditions else None
-
-
-_stores_lock = threading.Lock()
-
-Backend = Literal["local", "edge"]
-EDGE_FOLDER = "edge"  # the Edge shards' folder inside the store path, beside local mode's files
-
-
-@cache
-def _open(url: str | None, path: str | None, api_key: str | None, backend: Backend) -> Store:
-    if url:
-        return VectorStore(QdrantClient(url=url, api_key=api_key), local=False)
-    assert path is not None
-    if backend == "edge":
-        from rag_common.store.edge import EdgeStore  # the Rust engine loads only when chosen
-
-        folder = Path(path) / EDGE_FOLDER
-        folder.mkdir(parents=True, exist_ok=True)
-        return EdgeStore(folder)
-    Path(path).mkdir(parents=True, exist_ok=True)
-    return VectorStore(QdrantClient(path=path), local=True)
-
-
-def open_store(url: str | None, path: Path | None, api_key: str | None = None, backend: Backend = "edge") -> Store:
-    """The process-wide store for a location: a Qdrant server (``url``), else the embedded
-    ``backend`` in a local folder (``path``)."""
-    with _stores_lock:
-        return _open(url, str(path.resolve()) if path and not url else None, api_key, backend if not url else "local")
-
-
-def configured_store(settings: StoreSettings, path: Path | None = None) -> Store:
-    """The store a service's settings name (``path`` overrides the settings' folder)."""
-    return open_store(
-        settings.qdrant_url, path or settings.resolved_qdrant_path, settings.qdrant_api_key, settings.vector_backend
-    )
