@@ -10,6 +10,7 @@ from rag_common.wire import subjects
 from rag_common.wire.messages import (
     AnswerDelta,
     Draft,
+    Flag,
     Passage,
     Query,
     QueryAnswered,
@@ -121,9 +122,9 @@ async def test_evaluator_flags_disagreeing_sources_on_the_final_answer(mode: Bro
     assert {k: final.timings_ms[k] for k in drafted.timings_ms} == drafted.timings_ms
     assert final.citations == [PRICING]
     evaluation = final.evaluation
-    assert evaluation.flags["conflicting_sources"] and not evaluation.flags["citation_invalid"]
+    assert evaluation.raised(Flag.CONFLICTING_SOURCES) and not evaluation.raised(Flag.CITATION_INVALID)
     assert evaluation.flagged
-    assert evaluation.details["conflicting_sources"] == [
+    assert evaluation.details[Flag.CONFLICTING_SOURCES] == [
         {"subject": "pro", "values": {"pricing.md": ["$12"], "brochure.md": ["$15"]}}
     ]
 
@@ -137,6 +138,6 @@ async def test_evaluator_gives_a_refusals_reason_as_the_refused_detail(mode: Bro
     why = "no passage reaches the collection's relevance threshold"
     draft = Draft(answer="I don't know based on the documents.", model="none", refused=True, refusal_reason=why)
     final = await evaluated(mode, drafted_over([], draft))
-    assert final.evaluation.flags["refused"] and not final.evaluation.flagged
+    assert final.evaluation.raised(Flag.REFUSED) and not final.evaluation.flagged
     assert final.evaluation.details == {"refused": why}
     assert final.draft == draft

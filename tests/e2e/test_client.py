@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_client import Answer, AsyncRagClient, RagClient, RagError
+from rag_client import Answer, AsyncRagClient, Flag, RagClient, RagError
 from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
@@ -20,7 +20,7 @@ async def test_async_ask_returns_a_typed_answer(system: System) -> None:
     assert isinstance(answer, Answer)
     assert "600" in answer.answer
     assert "api.md" in {c.source for c in answer.citations}
-    assert answer.flags["refused"] is False
+    assert answer.flags[Flag.REFUSED] is False
     assert answer.timings_ms["total"] > 0
 
 

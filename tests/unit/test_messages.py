@@ -14,6 +14,7 @@ from rag_common.wire.messages import (
     DocumentStatus,
     Draft,
     Evaluation,
+    Flag,
     IngestRequested,
     Passage,
     Query,
@@ -174,3 +175,28 @@ def test_a_chunk_payload_round_trips_through_the_store_format_into_a_passage() -
         kind="table",
         injection_spans=[(0, 12)],
     )
+
+
+def test_flags_travel_as_their_bare_names_in_the_order_answers_list_them() -> None:
+    evaluation = Evaluation(flags={flag: flag is Flag.REFUSED for flag in Flag}, flagged=False)
+    assert json.loads(evaluation.model_dump_json())["flags"] == {
+        "refused": True,
+        "citation_invalid": False,
+        "conflicting_sources": False,
+        "ungrounded": False,
+        "low_confidence": False,
+        "injection_suspected": False,
+        "terminology": False,
+        "model_answer_rejected": False,
+    }
+    assert list(json.loads(evaluation.model_dump_json())["flags"]) == [str(flag) for flag in Flag]
+
+
+def test_a_flag_a_newer_evaluator_raises_reaches_an_older_reader() -> None:
+    """Flags are keyed by name, not by this release's ``Flag``: a gateway that does not know a new
+    flag still reads the answer and passes the flag on."""
+    wire = {"flags": {"refused": False, "hallucinated_table": True}, "details": {}, "flagged": True}
+    evaluation = Evaluation.model_validate_json(json.dumps(wire))
+    assert evaluation.flags["hallucinated_table"] is True
+    assert not evaluation.raised(Flag.REFUSED)
+    assert not evaluation.raised(Flag.TERMINOLOGY)  # not reported: not raised

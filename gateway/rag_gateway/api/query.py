@@ -17,7 +17,7 @@ from rag_common.transport.publishing import JSON
 from rag_common.transport.telemetry import current_trace_id
 from rag_common.wire import subjects
 from rag_common.wire.http_api import Answer
-from rag_common.wire.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
+from rag_common.wire.messages import AnswerDelta, AnswerError, Flag, Query, QueryAnswered, QueryRequested, Turn
 from rag_common.wire.names import Collection, Filters
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
@@ -82,8 +82,8 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
     """Record an answered turn of a conversation; a blocked injection attempt is not carried on."""
     if body.session_id is None or gateway.sessions is None:
         return
-    flags = answered.evaluation.flags
-    if flags.get("injection_suspected") and flags.get("refused"):
+    evaluation = answered.evaluation
+    if evaluation.raised(Flag.INJECTION_SUSPECTED) and evaluation.raised(Flag.REFUSED):
         return
     turn = Turn(
         # The question as the stages read it: a dropped attack is not carried into the conversation.
@@ -215,9 +215,9 @@ def answer_of(answered: QueryAnswered, started: float, gateway: Gateway, request
     if label and answer.__pydantic_extra__ is not None:
         answer.__pydantic_extra__["client_request_id"] = label
     answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
-    metrics, flags = gateway.metrics, answered.evaluation.flags
-    metrics.queries.labels("refused" if flags.get("refused") else "answered", answered.route.tier).inc()
-    for flag, raised in flags.items():
+    metrics, evaluation = gateway.metrics, answered.evaluation
+    metrics.queries.labels("refused" if evaluation.raised(Flag.REFUSED) else "answered", answered.route.tier).inc()
+    for flag, raised in evaluation.flags.items():
         if raised:
             metrics.flags.labels(flag).inc()
     for stage, ms in answered.timings_ms.items():

@@ -25,9 +25,9 @@ from rag_common.transport.publishing import publish_answer
 from rag_common.transport.service import create_service, register_ping
 from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.wire import subjects
-from rag_common.wire.messages import Evaluation, QueryAnswered, QueryDrafted
+from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, QueryAnswered, QueryDrafted
 from rag_evaluator.assessing import register_assessments
-from rag_evaluator.checks import FAILING_FLAGS, FLAG_NAMES, evaluate
+from rag_evaluator.checks import evaluate
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
@@ -38,7 +38,7 @@ def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | Non
 
     ``terminology``: the collection profile's preferred term -> rival terms."""
     if drafted.route.tier == "greeting" and not drafted.suspicions:
-        return Evaluation(flags=dict.fromkeys(FLAG_NAMES, False), details={}, flagged=False)
+        return Evaluation(flags={flag: False for flag in Flag}, details={}, flagged=False)
     draft, retrieval = drafted.draft, drafted.retrieval
     return evaluate(
         draft.answer,
@@ -60,8 +60,8 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
     The event follows the OpenTelemetry GenAI semantic conventions, so any tracing back end shows
     the failed check on the answer's own trace.
     """
-    for name in FLAG_NAMES:
-        if name not in FAILING_FLAGS or not evaluation.flags.get(name):
+    for name in Flag:
+        if name not in FAILING_FLAGS or not evaluation.raised(name):
             continue
         explanation = json.dumps(evaluation.details.get(name, ""), default=str, ensure_ascii=False)
         log.warning(
@@ -107,7 +107,7 @@ def build_broker(
         "rag_answer_flags_total", "Answers carrying each quality flag", ["flag"], registry=telemetry.registry
     )
     flagged_total = Counter("rag_answers_flagged_total", "Answers with a failing flag", registry=telemetry.registry)
-    for name in FLAG_NAMES:  # every flag shows from the start, so the first one counts in increase()
+    for name in Flag:  # every flag shows from the start, so the first one counts in increase()
         flags_total.labels(name)
     kept_total = kept_counter(telemetry.registry)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from rag_common.wire.messages import Flag
 from rag_scorecard.options import EvalOptions
 from rag_scorecard.system import in_process_system, system_under_test
 
@@ -82,7 +83,7 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         reply = await client.post("/v1/query", json={"question": q["stem"], "collection": collection}, timeout=120)
         body = reply.json() if reply.status_code == 200 else {}
         cited = {c["source"] for c in body.get("citations", [])}
-        if q["citations"][0]["source"] in cited and not body.get("flags", {}).get("refused"):
+        if q["citations"][0]["source"] in cited and not body.get("flags", {}).get(Flag.REFUSED):
             answered += 1
         else:
             misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})

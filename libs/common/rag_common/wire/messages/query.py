@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_seri
 
 from rag_common.wire.messages.base import Message
 from rag_common.wire.messages.chunk import ChunkKind, ChunkPayload
+from rag_common.wire.messages.flags import Flag
 from rag_common.wire.names import Collection
 
 # "greeting" and "blocked" (a prompt-injection attempt, refused) skip retrieval and the model.
@@ -206,9 +207,15 @@ class QueryRetrieved(StageMessage):
 class Evaluation(BaseModel):
     """The evaluator's verdict on a drafted answer: every flag, why each raised one was raised."""
 
+    # Keyed by ``Flag`` names, typed as strings on purpose: a gateway must still read the answer of
+    # a newer evaluator that raises a flag it does not know (and pass that flag on to the client).
     flags: dict[str, bool]
     details: dict[str, Any] = Field(default_factory=dict)
-    flagged: bool  # a failing flag is raised ("refused" alone is not failing)
+    flagged: bool  # a failing flag is raised (``FAILING_FLAGS``: "refused" alone is not failing)
+
+    def raised(self, flag: Flag) -> bool:
+        """Whether ``flag`` is raised; a flag the evaluator did not report counts as not raised."""
+        return self.flags.get(flag, False)
 
 
 class DraftedStage(StageMessage):
