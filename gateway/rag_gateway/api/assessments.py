@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -88,8 +87,8 @@ async def _store(gateway: Gateway) -> Any:
 
 @router.post("", status_code=202, response_model=AssessmentAccepted, responses=errors(404, 422, 503))
 async def create_assessment(
-    body: AssessmentIn, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> JSONResponse:
+    body: AssessmentIn, request: Request, response: Response, gateway: GatewayDep, principal: Authenticated
+) -> AssessmentAccepted:
     """Queue an assessment; its id comes back at once, its progress and paper from ``GET /{id}``."""
     require(principal, body.collection, Right.READ)
     rid = request_id(request)
@@ -123,8 +122,8 @@ async def create_assessment(
     if gateway.assessment_metrics is not None:
         gateway.assessment_metrics.assessments.labels("started").inc()
     log.info("assessment %s queued for collection %s (%d questions)", job.id, body.collection, total)
-    accepted = AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
-    return JSONResponse(accepted.model_dump(), status_code=202, headers={"Location": f"/v1/assessments/{job.id}"})
+    response.headers["Location"] = f"/v1/assessments/{job.id}"
+    return AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
 
 
 async def _state(gateway: Gateway, assessment_id: str, principal: Any) -> AssessmentState:

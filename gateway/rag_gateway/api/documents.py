@@ -29,7 +29,7 @@ from rag_gateway.access import Authenticated, authenticate, refused_as_not_found
 from rag_gateway.audit import where, who
 from rag_gateway.auth import Principal, Right
 from rag_gateway.deps import Gateway, GatewayDep
-from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
+from rag_gateway.errors import ApiError, client_request_id, request_id
 from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"], dependencies=[Depends(authenticate)])
@@ -186,7 +186,7 @@ async def upload_document(
     The 202 is sent only after JetStream acknowledged both, so an accepted upload is never lost.
     """
     try:
-        outcome, body = await _upload(request, gateway, principal, file, collection, metadata)
+        outcome, accepted = await _upload(request, gateway, principal, file, collection, metadata)
     except ApiError as exc:
         gateway.metrics.uploads.labels("rejected" if exc.status < 500 else "failed").inc()
         raise
@@ -194,12 +194,12 @@ async def upload_document(
         gateway.metrics.uploads.labels("failed").inc()
         raise
     gateway.metrics.uploads.labels(outcome).inc()
-    return DocumentAccepted.model_validate(body)
+    return accepted
 
 
 async def _upload(
     request: Request, gateway: Gateway, principal: Principal, file: UploadFile, collection: str, metadata: str | None
-) -> tuple[str, dict[str, str]]:
+) -> tuple[str, DocumentAccepted]:
     """Store and queue one upload; the outcome is "unchanged" when these exact bytes are indexed."""
     status_store = _status_store(gateway)
     check_collection(collection)
@@ -260,15 +260,15 @@ async def _upload(
                 **where(request),
             )
         )
-    body = {
-        "document_id": document_id,
-        "status": "queued",
-        "source": source,
-        "collection": collection,
-        "request_id": rid,
-        **client_label(request),
-    }
-    return ("unchanged" if unchanged else "accepted"), body
+    accepted_body = DocumentAccepted(
+        document_id=document_id,
+        status="queued",
+        source=source,
+        collection=collection,
+        request_id=rid,
+        client_request_id=client_request_id(request) or None,
+    )
+    return ("unchanged" if unchanged else "accepted"), accepted_body
 
 
 @router.get("", response_model=DocumentList, responses=errors(422, 503))

@@ -21,7 +21,7 @@ from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import AnswerDelta, AnswerError, QueryAnswered, Turn
 from rag_gateway.access import Authenticated, authenticate
 from rag_gateway.answers import Pending
-from rag_gateway.api.query import QueryIn, answer_body, final_answer, next_event, submit
+from rag_gateway.api.query import QueryIn, answer_body, answer_of, final_answer, next_event, submit
 from rag_gateway.auth import Principal
 from rag_gateway.deps import Gateway, GatewayDep
 from rag_gateway.errors import ApiError, request_id
@@ -191,7 +191,7 @@ async def _prepared(body: ChatCompletionIn, gateway: Gateway, principal: Princip
 )
 async def chat_completions(
     body: ChatCompletionIn, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> Any:
+) -> ChatCompletion | StreamingResponse:
     """Answer the last user message from the collection named by ``model`` (``stream`` for SSE chunks)."""
     started = time.perf_counter()
     rid = request_id(request)
@@ -207,7 +207,7 @@ async def chat_completions(
         model=body.model,
         choices=[Choice(message=AssistantMessage(content=answered.draft.answer))],
         usage=usage_of(answered),
-        rag=Answer.model_validate(answer_body(answered, started, gateway, request)),
+        rag=answer_of(answered, started, gateway, request),
     )
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -253,7 +253,7 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
 
 
 @router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
-async def query(body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated) -> Response:
+async def query(body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated) -> Answer:
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
@@ -261,9 +261,9 @@ async def query(body: ReadableQuery, request: Request, gateway: GatewayDep, prin
     pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False, owner=owner)
     answer = await final_answer(gateway, pending, rid)
     await remember(gateway, body, rid, answer, owner)
-    # Encoded here, once: returned as a dict, FastAPI would validate the body against Answer again.
-    encoded = answer_of(answer, started, gateway, request).model_dump_json()
-    return Response(encoded, media_type="application/json")
+    # An Answer is not validated again (FastAPI keeps an instance of the response model as it is)
+    # and is encoded once, straight to JSON bytes.
+    return answer_of(answer, started, gateway, request)
 
 
 def stream_error(status: int, code: str, message: str, rid: str, request: Request) -> dict[str, Any]:
