@@ -306,9 +306,29 @@ class MemoryKeys:
         return self.records.get(key_id)
 
 
-def gateway_with(keys: MemoryKeys, rate_limit: int = 600) -> SimpleNamespace:
-    settings = GatewaySettings(auth="on", admin_key=ADMIN_KEY, rate_limit_per_min=rate_limit)
-    return SimpleNamespace(settings=settings, keys=keys, limiter=RateLimiter(Clock()), audit=None)
+class MemoryAudit:
+    def __init__(self) -> None:
+        self.refusals: list[int] = []
+
+    async def refused(self, request: object, principal: object, status: int, reason: str) -> None:
+        self.refusals.append(status)
+
+
+class Admitting:
+    """What ``admit`` reads: the gateway's settings and rate limiter, and the open key store and audit log."""
+
+    def __init__(self, keys: MemoryKeys, rate_limit: int = 600) -> None:
+        settings = GatewaySettings(auth="on", admin_key=ADMIN_KEY, rate_limit_per_min=rate_limit)
+        self.gateway = SimpleNamespace(settings=settings, limiter=RateLimiter(Clock()))
+        self.audit = MemoryAudit()
+        self.resources = SimpleNamespace(keys=keys, audit=self.audit)
+
+    async def admit(self, presented: str | None) -> Principal:
+        return await admit(self.gateway, self.resources, presented)  # type: ignore[arg-type]
+
+
+def gateway_with(keys: MemoryKeys, rate_limit: int = 600) -> Admitting:
+    return Admitting(keys, rate_limit)
 
 
 def stored(collections: dict[str, list[Right]], rate: int | None = None) -> tuple[KeyRecord, str]:
@@ -320,15 +340,15 @@ def stored(collections: dict[str, list[Right]], rate: int | None = None) -> tupl
 async def test_admit_finds_the_keys_principal_and_the_admin() -> None:
     record, key = stored({"a": [Right.READ]})
     gateway = gateway_with(MemoryKeys(record))
-    principal = await admit(gateway, key)  # type: ignore[arg-type]
+    principal = await gateway.admit(key)
     assert principal.key_id == record.id and principal.can("a", Right.READ) and not principal.can("b", Right.READ)
-    assert await admit(gateway, ADMIN_KEY) is ADMIN  # type: ignore[arg-type]
+    assert await gateway.admit(ADMIN_KEY) is ADMIN
 
 
 @pytest.mark.parametrize("presented", [None, "", "nope", ADMIN_KEY + "x"])
 async def test_admit_refuses_missing_and_unknown_keys_with_a_challenge(presented: str | None) -> None:
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys()), presented)  # type: ignore[arg-type]
+        await gateway_with(MemoryKeys()).admit(presented)
     assert error.value.status == 401
     assert (error.value.headers or {})["WWW-Authenticate"].startswith('Bearer realm="rag"')
 
@@ -338,7 +358,7 @@ async def test_admit_refuses_a_known_id_with_the_wrong_secret() -> None:
     forged = key[:21] + ("A" if key[21] != "A" else "B") + key[22:]
     assert key_id_of(forged) == record.id
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys(record)), forged)  # type: ignore[arg-type]
+        await gateway_with(MemoryKeys(record)).admit(forged)
     assert error.value.status == 401
 
 
@@ -346,18 +366,27 @@ async def test_admit_limits_each_key_and_not_the_admin() -> None:
     record, key = stored({"a": [Right.READ]}, rate=2)
     gateway = gateway_with(MemoryKeys(record))
     for _ in range(2):
-        await admit(gateway, key)  # type: ignore[arg-type]
+        await gateway.admit(key)
     with pytest.raises(ApiError) as error:
-        await admit(gateway, key)  # type: ignore[arg-type]
+        await gateway.admit(key)
     assert error.value.status == 429 and (error.value.headers or {})["Retry-After"] == "30"
+    assert gateway.audit.refusals == [429]  # the refusal is in the audit log
     for _ in range(50):
-        assert await admit(gateway, ADMIN_KEY) is ADMIN  # type: ignore[arg-type]
+        assert await gateway.admit(ADMIN_KEY) is ADMIN
+
+
+async def test_admit_says_503_before_the_stores_are_open() -> None:
+    record, key = stored({"a": [Right.READ]})
+    gateway = gateway_with(MemoryKeys(record))
+    with pytest.raises(ApiError) as error:
+        await admit(gateway.gateway, None, key)  # type: ignore[arg-type]
+    assert error.value.status == 503 and "not ready" in error.value.message
 
 
 async def test_admit_says_503_when_the_key_store_is_unreachable() -> None:
     record, key = stored({"a": [Right.READ]})
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys(record, broken=True)), key)  # type: ignore[arg-type]
+        await gateway_with(MemoryKeys(record, broken=True)).admit(key)
     assert error.value.status == 503 and "nats" not in error.value.message
 
 
