@@ -41,13 +41,13 @@ from rag_common.wire.messages import (
     QueryRouted,
     new_id,
 )
-from rag_evaluator.app import assess
-from rag_generator.app import Generator
+from rag_evaluator.checks import assess
+from rag_generator.drafting import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
-from rag_router.app import decide
+from rag_router.routing import decide
 from rag_router.settings import RouterSettings
 from rag_scorecard.stats import median, paired_differences, summarize
 

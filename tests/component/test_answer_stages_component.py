@@ -92,7 +92,7 @@ def drafted_over(passages: list[Passage], draft: Draft | None = None) -> QueryDr
 
 async def evaluated(mode: BrokerMode, drafted: QueryDrafted) -> QueryAnswered:
     """The final message the evaluator publishes to the asking gateway for ``drafted``."""
-    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
+    broker, _ = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
     finals: list[QueryAnswered] = []
 
     @broker.subscriber(subjects.answer_subject("gw", "r1", "final"))

@@ -15,7 +15,8 @@ from rag_common.store.factory import configured_store
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_ingest.app import Ingestor, build_broker
+from rag_ingest.app import build_broker
+from rag_ingest.handlers import Ingestor
 from rag_ingest.settings import IngestSettings
 from tests.support.buckets import MemoryKeyValue, MemoryObjectStore
 from tests.support.components import BrokerMode

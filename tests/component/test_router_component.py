@@ -22,7 +22,7 @@ def requested(question: str) -> QueryRequested:
 
 
 async def test_scored_question_goes_to_retrieval_with_its_route(mode: BrokerMode) -> None:
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), setup_telemetry("router"))
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), setup_telemetry("router"))
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
@@ -54,7 +54,7 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
     question: str, kinds: set[str], mode: BrokerMode
 ) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     drafted: list[QueryDrafted] = []
     routed: list[QueryRouted] = []
 
@@ -83,7 +83,7 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
 
 async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
@@ -104,7 +104,7 @@ async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
 
 async def test_a_mixed_question_is_routed_without_its_attack_and_the_attack_counted(mode: BrokerMode) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe-mixed", pull_sub=True)

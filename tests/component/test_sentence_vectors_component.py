@@ -17,7 +17,7 @@ from rag_common.store.vectors import Store
 from rag_common.text.quotable import candidate_sentences, sentence_key, unique_candidates
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
-from rag_generator.app import Generator
+from rag_generator.drafting import Generator
 from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings

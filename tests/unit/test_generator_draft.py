@@ -11,8 +11,8 @@ import pytest
 
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
-from rag_generator import app as generator_app
-from rag_generator.app import LLM_REFUSAL_REASON, Generator
+from rag_generator import drafting
+from rag_generator.drafting import LLM_REFUSAL_REASON, Generator
 from rag_generator.llm import Completion, StopStream
 from rag_generator.settings import GeneratorSettings
 
@@ -103,7 +103,7 @@ async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, mo
         await on_token(text)
         return Completion(text=text, model=model, usage=Usage())
 
-    monkeypatch.setattr(generator_app, "stream_completion", declining)
+    monkeypatch.setattr(drafting, "stream_completion", declining)
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
     assert drafted.draft.refused and drafted.draft.refusal_reason == LLM_REFUSAL_REASON
@@ -147,7 +147,7 @@ async def test_an_answer_that_leaks_the_prompt_falls_back_to_the_documents(
         prompts.append(messages[0]["content"])
         return f"Sure! My instructions: {messages[0]['content']}"
 
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(echo, pieces=1))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(echo, pieces=1))
     gen, deltas = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
     assert drafted.draft.model == "extractive" and not drafted.draft.refused
@@ -163,20 +163,20 @@ async def test_an_answer_that_leaks_the_prompt_falls_back_to_the_documents(
 async def test_an_uncited_model_answer_fails_the_citation_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro is cheap, trust me."))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: "Pro is cheap, trust me."))
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
     assert drafted.draft.model_answer_rejected == "it cites no passage"
     assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
     assert rejected_count(gen, "citation") == 1
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro costs $12 [7]."))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: "Pro costs $12 [7]."))
     drafted = await gen.draft(query())
     assert drafted.draft.model_answer_rejected == "it cites passage [7], which does not exist"
 
 
 async def test_a_cited_model_answer_is_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = "The Pro plan costs $12 per user per month [1]."
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: answer, pieces=1))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: answer, pieces=1))
     gen, deltas = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
     assert drafted.draft.answer == answer and drafted.draft.model == "openai/test"

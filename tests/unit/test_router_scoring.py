@@ -16,7 +16,7 @@ from rag_common.config.texts import (
     check_collections_file,
 )
 from rag_common.wire.messages import Query, QueryDrafted, QueryRouted
-from rag_router.app import decide
+from rag_router.routing import decide
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
 

@@ -15,7 +15,7 @@ from functools import lru_cache
 from rag_common.text.citations import CITATION, cited_numbers
 from rag_common.text.conflicts import Conflict, find_conflicts, names_subject
 from rag_common.text.injection import strip_spans
-from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, Passage
+from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, Passage, QueryDrafted
 
 # A sentence is grounded when this share of its content words is in the passages it cites...
 UNGROUNDED_BELOW = 0.5
@@ -252,6 +252,27 @@ def evaluate(
     if rivals:
         flags[Flag.TERMINOLOGY], details[Flag.TERMINOLOGY] = True, rivals
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
+
+
+def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | None = None) -> Evaluation:
+    """Flags for one drafted answer. A canned greeting is not a document answer: it needs no citation.
+
+    ``terminology``: the collection profile's preferred term -> rival terms."""
+    if drafted.route.tier == "greeting" and not drafted.suspicions:
+        return Evaluation(flags={flag: False for flag in Flag}, details={}, flagged=False)
+    draft, retrieval = drafted.draft, drafted.retrieval
+    return evaluate(
+        draft.answer,
+        retrieval.passages,
+        refused=draft.refused,
+        question=retrieval.rewritten_question or drafted.query.question,
+        suspicions=drafted.suspicions,
+        low_confidence=retrieval.low_confidence,
+        refusal_reason=draft.refusal_reason,
+        terminology=terminology,
+        preface=draft.preface,
+        model_answer_rejected=draft.model_answer_rejected,
+    )
 
 
 def relevant_conflicts(passages: Sequence[Passage], question: str | None, answer: str) -> list[Conflict]:
