@@ -294,13 +294,11 @@ async def measure_overhead(
         for stage_times in pipeline.stage_ms.values():
             stage_times.clear()
         deadline = time.monotonic() + max_seconds
-        turn = 0
-        for question in [q for _ in range(repeats) for q in questions]:
+        for turn, question in enumerate([q for _ in range(repeats) for q in questions]):
             if time.monotonic() > deadline:
                 run.stopped_by = "time"
                 break
             order = PATHS[turn % 3 :] + PATHS[: turn % 3]
-            turn += 1
             answers: dict[str, str] = {}
             for path in order:
                 ms, cpu_ms, answers[path] = await _timed(paths[path], question)

@@ -144,8 +144,10 @@ async def test_the_retriever_sends_a_cached_answer_straight_to_the_gateway() -> 
         await handlers.on_routed(routed)
     assert searched == []
     [answered] = finals
-    assert answered.cached and answered.draft.answer == "Rotate it in Settings [1]."
-    assert answered.query.request_id == "r1" and "retriever" in answered.timings_ms
+    assert answered.cached
+    assert answered.draft.answer == "Rotate it in Settings [1]."
+    assert answered.query.request_id == "r1"
+    assert "retriever" in answered.timings_ms
     assert telemetry.registry.get_sample_value("rag_answer_cache_hits_total") == 1
 
 
@@ -171,8 +173,10 @@ async def test_the_generator_drafts_an_extractive_answer_and_hands_it_on() -> No
     async with TestNatsBroker(broker):
         await handlers.on_retrieved(retrieved)
     [answer] = drafted
-    assert "$12" in answer.draft.answer and answer.draft.cited == [1]
-    assert answer.draft.model == "extractive" and "generator" in answer.timings_ms
+    assert "$12" in answer.draft.answer
+    assert answer.draft.cited == [1]
+    assert answer.draft.model == "extractive"
+    assert "generator" in answer.timings_ms
     assert await handlers.check() == {"model_fast": "extractive", "model_strong": "extractive"}
 
 
@@ -202,7 +206,8 @@ async def test_the_evaluator_flags_the_answer_and_sends_it_although_the_cache_ca
         async with TestNatsBroker(broker):
             await handlers.on_drafted(drafted)
     [answered] = finals
-    assert answered.evaluation.raised(Flag.CONFLICTING_SOURCES) and answered.evaluation.flagged
+    assert answered.evaluation.raised(Flag.CONFLICTING_SOURCES)
+    assert answered.evaluation.flagged
     assert "evaluator" in answered.timings_ms
     flags = telemetry.registry.get_sample_value("rag_answer_flags_total", {"flag": "conflicting_sources"})
     assert flags == 1

@@ -63,6 +63,7 @@ async def test_a_question_gets_the_passages_of_the_document_that_answers_it(
     [result] = retrieved
     found = result.retrieval
     assert not found.refused, found.refusal_reason
-    assert found.passages[0].source == "walrus.md" and "4471" in found.passages[0].text
+    assert found.passages[0].source == "walrus.md"
+    assert "4471" in found.passages[0].text
     assert [p.n for p in found.passages] == list(range(1, len(found.passages) + 1))
     assert "retriever" in result.timings_ms

@@ -72,7 +72,9 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
     assert routed == []  # nothing goes to retrieval
     [answer] = drafted
     assert answer.draft.answer == DEFAULT_BLOCKED
-    assert answer.draft.refused and answer.retrieval.passages == [] and answer.citations == []
+    assert answer.draft.refused
+    assert answer.retrieval.passages == []
+    assert answer.citations == []
     assert answer.route.tier == "blocked"
     assert set(answer.route.signals) == kinds
     assert answer.suspicions == [f"question: {', '.join(answer.route.signals)}"]
@@ -95,7 +97,8 @@ async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
             requested("How do I create an API key?"), subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM
         )
         await capture.wait_call(timeout=5)
-    assert routed[0].route.tier == "fast" and routed[0].suspicions == []
+    assert routed[0].route.tier == "fast"
+    assert routed[0].suspicions == []
     assert all(
         telemetry.registry.get_sample_value("rag_injection_blocked_total", {"kind": kind}) == 0.0
         for kind in QUESTION_KINDS

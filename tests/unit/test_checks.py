@@ -219,7 +219,8 @@ def test_evaluate_clean_answer_is_not_flagged() -> None:
 
 def test_evaluate_invalid_citation_is_failing() -> None:
     result = evaluate("Pro costs $12 [7].", [passage(1, "pricing.md", PRO_ROW)], refused=False)
-    assert result.flags[Flag.CITATION_INVALID] and result.flagged
+    assert result.flags[Flag.CITATION_INVALID]
+    assert result.flagged
     assert detail(result, Flag.CITATION_INVALID) == {"invalid": [7], "missing": False}
 
 
@@ -241,7 +242,8 @@ def test_refusal_is_informational_and_skips_other_checks() -> None:
 def test_a_refusals_reason_is_the_refused_flags_detail() -> None:
     why = "no passage is relevant enough (best 0.21 < 0.40)"
     result = evaluate("I don't know based on the documents.", [], refused=True, refusal_reason=why)
-    assert result.flags[Flag.REFUSED] and result.details == {"refused": why}
+    assert result.flags[Flag.REFUSED]
+    assert result.details == {"refused": why}
     # A reason without a refusal is no detail: the flag is not raised.
     assert (
         evaluate("Pro costs $12 [1].", [passage(1, "pricing.md", PRO_ROW)], refused=False, refusal_reason=why).details
@@ -310,7 +312,8 @@ HANDBOOK = Passage(
 def test_a_sentence_the_cited_passage_does_not_support_is_ungrounded() -> None:
     answer = "Employees get 25 days of paid leave per year [1]. Managers approve sabbaticals within a week [1]."
     result = evaluate(answer, [HANDBOOK], refused=False)
-    assert result.flags[Flag.UNGROUNDED] and result.flagged
+    assert result.flags[Flag.UNGROUNDED]
+    assert result.flagged
     assert detail(result, Flag.UNGROUNDED)["sentence"].startswith("Managers approve sabbaticals")
 
 
@@ -340,14 +343,16 @@ def test_low_confidence_carries_the_retrievers_reason() -> None:
         refused=False,
         low_confidence="best passage only 0.02 above the collection's threshold",
     )
-    assert result.flags[Flag.LOW_CONFIDENCE] and result.flagged
+    assert result.flags[Flag.LOW_CONFIDENCE]
+    assert result.flagged
     assert "threshold" in detail(result, Flag.LOW_CONFIDENCE)
 
 
 def test_a_marginally_supported_sentence_is_low_confidence_not_ungrounded() -> None:
     answer = "Employees get 25 days of paid leave per year, carried over to spring [1]."
     result = evaluate(answer, [HANDBOOK], refused=False)
-    assert result.flags[Flag.LOW_CONFIDENCE] and not result.flags[Flag.UNGROUNDED]
+    assert result.flags[Flag.LOW_CONFIDENCE]
+    assert not result.flags[Flag.UNGROUNDED]
 
 
 def test_a_passage_with_planted_text_raises_injection_suspected_without_repeating_it() -> None:
@@ -361,7 +366,8 @@ def test_a_passage_with_planted_text_raises_injection_suspected_without_repeatin
         injection_spans=[(text.index("Ignore"), len(text))],
     )
     result = evaluate("The Pro plan costs $12 per month [1].", [planted], refused=False)
-    assert result.flags[Flag.INJECTION_SUSPECTED] and result.flagged
+    assert result.flags[Flag.INJECTION_SUSPECTED]
+    assert result.flagged
     details = detail(result, Flag.INJECTION_SUSPECTED)
     assert details["passages"] == [{"n": 1, "source": "pricing.md", "section": "Plans", "page": 2}]
     assert "$99" not in json.dumps(result.details)
@@ -397,7 +403,9 @@ def test_planted_text_supports_nothing_and_feeds_no_conflict() -> None:
 
 def test_a_question_suspicion_is_injection_suspected_even_when_refused() -> None:
     result = evaluate("I can't help with that request.", [], refused=True, suspicions=["question: override"])
-    assert result.flags[Flag.REFUSED] and result.flags[Flag.INJECTION_SUSPECTED] and result.flagged
+    assert result.flags[Flag.REFUSED]
+    assert result.flags[Flag.INJECTION_SUSPECTED]
+    assert result.flagged
     assert detail(result, Flag.INJECTION_SUSPECTED)["suspicions"] == ["question: override"]
 
 
@@ -405,7 +413,8 @@ def test_a_preface_is_not_judged_as_a_statement() -> None:
     preface = "I can't help with that request; ask me about the documents instead.\n\n"
     answer = preface + "Employees get 25 days of paid leave per year [1]."
     result = evaluate(answer, [HANDBOOK], refused=False, preface=preface, suspicions=["question: override"])
-    assert not result.flags[Flag.UNGROUNDED] and not result.flags[Flag.LOW_CONFIDENCE]
+    assert not result.flags[Flag.UNGROUNDED]
+    assert not result.flags[Flag.LOW_CONFIDENCE]
     assert result.flags[Flag.INJECTION_SUSPECTED]
     unmarked = evaluate(answer, [HANDBOOK], refused=False)
     assert unmarked.flags[Flag.UNGROUNDED] or unmarked.flags[Flag.LOW_CONFIDENCE]  # the preface is not in the handbook
@@ -418,9 +427,11 @@ def test_a_rejected_model_answer_is_flagged_with_its_reason_and_is_informational
         refused=False,
         model_answer_rejected="it repeated its instructions",
     )
-    assert result.flags[Flag.MODEL_ANSWER_REJECTED] and not result.flags[Flag.INJECTION_SUSPECTED]
+    assert result.flags[Flag.MODEL_ANSWER_REJECTED]
+    assert not result.flags[Flag.INJECTION_SUSPECTED]
     assert detail(result, Flag.MODEL_ANSWER_REJECTED) == "it repeated its instructions"
-    assert not result.flagged and Flag.MODEL_ANSWER_REJECTED not in FAILING_FLAGS
+    assert not result.flagged
+    assert Flag.MODEL_ANSWER_REJECTED not in FAILING_FLAGS
 
 
 TERMS = {"workspace": ["organisation", "org"], "sign in": ["log in", "login"]}
@@ -430,7 +441,8 @@ SSO_GUIDE = passage(1, "guide.md", "Invite them to your org, then they log in wi
 def test_a_rival_term_raises_terminology_naming_the_preferred_one() -> None:
     answer = "Invite them to your Org, then they Log  in with SSO [1]."
     result = evaluate(answer, [SSO_GUIDE], refused=False, terminology=TERMS)
-    assert result.flags[Flag.TERMINOLOGY] is True and result.flagged is True
+    assert result.flags[Flag.TERMINOLOGY] is True
+    assert result.flagged is True
     assert result.details[Flag.TERMINOLOGY] == [
         {"rival": "org", "preferred": "workspace", "found": "Org"},
         {"rival": "log in", "preferred": "sign in", "found": "Log  in"},

@@ -119,9 +119,13 @@ def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> No
 def test_the_final_message_is_the_drafted_parts_plus_the_evaluation() -> None:
     answered = QueryAnswered.of(DRAFTED, EVALUATION)
     # The parts themselves, not copies: nothing is copied field by field or re-validated.
-    assert answered.query is QUERY and answered.route is ROUTE and answered.retrieval is RETRIEVAL
-    assert answered.draft is DRAFTED.draft and answered.evaluation is EVALUATION
-    assert answered.suspicions == DRAFTED.suspicions and answered.timings_ms == DRAFTED.timings_ms
+    assert answered.query is QUERY
+    assert answered.route is ROUTE
+    assert answered.retrieval is RETRIEVAL
+    assert answered.draft is DRAFTED.draft
+    assert answered.evaluation is EVALUATION
+    assert answered.suspicions == DRAFTED.suspicions
+    assert answered.timings_ms == DRAFTED.timings_ms
     assert answered.citations == DRAFTED.citations == [OTHER, PASSAGE]
     # On the wire: the drafted message's keys and the evaluation; the cited passages travel once.
     wire = json.loads(answered.model_dump_json())

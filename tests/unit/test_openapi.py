@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -36,9 +35,9 @@ def app() -> FastAPI:
 
 
 @pytest.fixture(scope="module")
-def client(app: FastAPI) -> Iterator[TestClient]:
+def client(app: FastAPI) -> TestClient:
     # No lifespan: nothing connects, so storage-backed routes answer 503 (a documented error too).
-    yield TestClient(app, raise_server_exceptions=False)
+    return TestClient(app, raise_server_exceptions=False)
 
 
 def served_after_start(app: ASGIApp, state: dict[str, Any]) -> ASGIApp:
@@ -54,11 +53,11 @@ def served_after_start(app: ASGIApp, state: dict[str, Any]) -> ASGIApp:
 
 
 @pytest.fixture(scope="module")
-def started(app: FastAPI) -> Iterator[TestClient]:
+def started(app: FastAPI) -> TestClient:
     """The app with its stores open, as far as a request refused for its input can tell: the input
     is checked before any store is read, so the stand-in is never touched."""
     stores = cast(Resources, SimpleNamespace())
-    yield TestClient(served_after_start(app, {"resources": stores}), raise_server_exceptions=False)
+    return TestClient(served_after_start(app, {"resources": stores}), raise_server_exceptions=False)
 
 
 @pytest.fixture(scope="module")

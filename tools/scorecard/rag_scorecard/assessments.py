@@ -115,11 +115,10 @@ async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
     # No URL: always a system of this code, started here (one on :8000 may be another version).
     system = system_under_test(options, say) if url else in_process_system(options, say)
-    async with system as base_url:
-        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
-            for dataset in datasets:
-                results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
-                print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
+    async with system as base_url, httpx.AsyncClient(base_url=base_url, timeout=120) as client:
+        for dataset in datasets:
+            results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
+            print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
     return results
 
 

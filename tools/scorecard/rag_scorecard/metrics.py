@@ -96,10 +96,7 @@ def passage_matches(passage: Passage, gold: GoldSource, rule: MatchRule = STRICT
         return False
     if gold.section is not None and passage.section != gold.section:
         return False
-    if gold.page is not None:
-        if passage.page is None or abs(passage.page - gold.page) > rule.page_tolerance:
-            return False
-    return True
+    return gold.page is None or (passage.page is not None and abs(passage.page - gold.page) <= rule.page_tolerance)
 
 
 def relevant(passage: Passage, golds: Sequence[GoldSource], rule: MatchRule = STRICT) -> bool:
