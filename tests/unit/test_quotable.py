@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences
+from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 
 pytestmark = pytest.mark.unit

@@ -14,6 +14,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Protocol
 
+from rag_common.text.sentences import split_sentences
+
 
 class SourcedText(Protocol):
     """A passage as far as conflicts go: which document, and what it says."""
@@ -45,7 +47,6 @@ _QUANTITY = re.compile(
 _UNIT_ALIASES = {"$": "usd", "dollar": "usd", "€": "eur", "euro": "eur", "£": "gbp", "%": "percent"}
 _PERIOD = re.compile(r"\b(?:(?P<month>month|monthly|mo)|(?P<year>year|yearly|annual|annually|yr))\b", re.IGNORECASE)
 _CAPITALISED_RUN = re.compile(r"[A-Z][\w+-]*(?:[ \t]+[A-Z][\w+-]*)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Words that name no particular thing: "The Pro plan" and "Pro" are the same subject.
 _NOISE_WORDS = frozenset(
     "the a an our your its this that these those each every all it we you plan plans tier tiers edition package "
@@ -136,7 +137,7 @@ def _quantities(passage: SourcedText) -> Iterator[_Quantity]:
                 for header, _, value in cells[1:]:
                     yield from _scan(value, passage.source, subject=row_subject, header=header)
             continue
-        for sentence in _SENTENCE_END.split(line):
+        for sentence in split_sentences(line):
             yield from _scan(sentence, passage.source, subject=None)
 
 

@@ -32,6 +32,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from rag_common.text.words import WORD_RUN
+
 INJECTION_REFUSAL = "I can't help with that request. I answer questions about the documents in this collection."
 
 # Kinds of planted text in documents.
@@ -828,7 +830,7 @@ _TAG_NAMES = re.compile(r"</?\s*(?:context|passage|selection)-[0-9a-f]{6,}", _I)
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
+    return WORD_RUN.findall(text.lower())
 
 
 def _shared_run(answer: str, source: str, n: int) -> str | None:

@@ -24,6 +24,8 @@ from functools import lru_cache
 
 from py_rust_stemmers import SnowballStemmer
 
+from rag_common.text.sentences import opens_clause
+
 # Words and numbers; a decimal ("99.9", "4.2") or a version stays one token.
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 # A word as written: letters and digits, joined by apostrophes, hyphens, dots or plus signs inside
@@ -32,6 +34,9 @@ WORD = re.compile(r"[A-Za-z0-9][\w'’+.-]*[\w+]|[A-Za-z0-9]")
 # A run of word characters (Unicode letters, digits, "_"): the unit of "repeats n words of".
 WORD_RUN = re.compile(r"\w+")
 _ALNUM = re.compile(r"[a-z0-9]+")
+# A name or a code as written: a word that starts with a letter ("Teams", "SYNC-409", "e.g"), or
+# digits followed by letters ("2FA"); an apostrophe ends it ("Orbitly's" names "Orbitly").
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*|[0-9]+[A-Za-z][A-Za-z0-9-]*")
 
 # Function words of questions and prose: they say nothing about what is asked or what a passage
 # is about. One list for the answer engine, the evaluator, the relevance check and the offline
@@ -144,3 +149,28 @@ def normal_words(text: str) -> str:
         The key: "The Pro-plan costs $12/month!" gives "the pro plan costs 12 month".
     """
     return " ".join(_ALNUM.findall(text.lower()))
+
+
+def names(text: str) -> set[str]:
+    """The proper names and codes of a text, as written.
+
+    A name is a capitalised word that does not open a clause (see ``sentences.clauses``) and is
+    no stop word; a code holds a digit or is all capitals ("SYNC-409", "2FA", "SSO") wherever it
+    stands.
+
+    Args:
+        text: Any text, usually a question.
+
+    Returns:
+        The names and codes: "Does it work with Teams?" gives {"Teams"}; "I get error SYNC-409"
+        gives {"SYNC-409"}.
+    """
+    found = set()
+    for match in NAME.finditer(text):
+        word = match.group()
+        if word.lower() in STOP_WORDS or len(word) < 2:
+            continue
+        is_code = any(c.isdigit() for c in word) or word.isupper()
+        if is_code or (word[0].isupper() and not opens_clause(text, match.start())):
+            found.add(word)
+    return found
