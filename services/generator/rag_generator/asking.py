@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_common.text.words import NAME, STOP_WORDS, content_words, names, stem, tokens
+from rag_common.text.words import NAME, REQUEST_WORDS, STOP_WORDS, content_words, names, stem, tokens
 
 
 class AnswerType(StrEnum):
@@ -32,11 +32,6 @@ class AnswerType(StrEnum):
     OTHER = "other"
 
 
-# Words a question uses to ask, not to say what it is about: they never count as its focus.
-_ASKING_WORDS = frozenset(
-    "explain describe list name give show provide find happen happens mean means tell say says "
-    "way ways kind kinds type types thing things".split()
-)
 _VALUE_NOUNS = (
     r"port|address|url|endpoint|host|hostname|domain|path|folder|directory|file|filename|command|cli|"
     r"flag|option|setting|parameter|variable|env|environment variable|header|key|field|version|value|"
@@ -113,10 +108,10 @@ def analyse(question: str) -> Asked:
     """The answer type, focus, names and head word of a question."""
     text = " ".join(question.lower().split()).strip()
     answer_type = next((kind for kind, rule in _RULES if rule.search(text)), AnswerType.OTHER)
-    asking = set(_ASKING_WORDS) | set(_HOW_WORD.findall(text))
+    asking = set(REQUEST_WORDS) | set(_HOW_WORD.findall(text))
     focus = frozenset(stem(w) for w in content_words(question) if w not in asking)
     heads = tuple(m.group(1) for rule in _HEAD_RULES if (m := rule.search(text)))
-    heads = tuple(h for h in heads if h not in STOP_WORDS and h not in _ASKING_WORDS)
+    heads = tuple(h for h in heads if h not in STOP_WORDS and h not in REQUEST_WORDS)
     return Asked(question, answer_type, focus, frozenset(names(question)), heads)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, STOP_WORDS, stem, tokens
+from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, REQUEST_WORDS, STOP_WORDS, stem, tokens
 
 # Questions no team's documents answer; their best scores in a collection are its noise floor.
 OFF_TOPIC_PROBES = (
@@ -51,15 +51,16 @@ OFF_TOPIC_PROBES = (
 )
 
 # Words that say what kind of question it is, not what it is about: the stop words of both lists,
-# the question words, and requests and generic nouns ("explain", "best", "price") that a passage
-# answering the question need not contain.
+# question and request words, and generic words ("best", "price", "today") that a passage answering
+# the question need not contain.
 _GENERIC = (
     STOP_WORDS
     | INDEX_STOP_WORDS
     | QUESTION_WORDS
+    | REQUEST_WORDS
     | frozenset(
-        """answer best cost costs describe explain give good happen happens help made make mean means new price
-        prices question really show thing things time times today tomorrow way ways work works yesterday""".split()
+        """answer best cost costs good help made make new price prices question really time times today tomorrow
+        work works yesterday""".split()
     )
 )
 

@@ -21,10 +21,14 @@ class SourcedText(Protocol):
     """A passage as far as conflicts go: which document, and what it says."""
 
     @property
-    def source(self) -> str: ...
+    def source(self) -> str:
+        """The document the text comes from."""
+        ...
 
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """What the document says there."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +82,11 @@ def _normalise(name: str) -> str:
 
 
 def names_subject(text: str, subject: str) -> bool:
-    """Whether ``text`` names a conflict's ``subject``: each of its words as a whole word, as
-    subjects are cut ("Pro" is named by "the Pro plan", not by "Max projects" or "pro-rated")."""
+    """Whether ``text`` names a conflict's ``subject``: each of its words, as a whole word.
+
+    Words are cut as subjects are: "Pro" is named by "the Pro plan", not by "Max projects" or
+    "pro-rated".
+    """
     words = _name_words(text)
     return all(word in words for word in subject.split())
 

@@ -43,7 +43,7 @@ def _parser() -> MarkdownIt:
 
 
 def sections(text: str, *, late_titles: bool = True) -> list[Section]:
-    """Cut a Markdown document into sections at its top-level headings.
+    r"""Cut a Markdown document into sections at its top-level headings.
 
     A leading YAML front-matter block is dropped first (metadata, not content). A heading's title
     is its text without the ``#`` marks; an empty heading cuts nothing, and one longer than

@@ -362,6 +362,8 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def sentence_key(text: str) -> str:
-    """A short stable key of a unit's exact text: how a stored vector or score finds its unit again
-    (8 hex characters; the units of one passage are a few dozen, so keys do not collide)."""
+    """A short stable key of a unit's exact text: how a stored vector or score finds its unit again.
+
+    Eight hex characters: the units of one passage are a few dozen, so keys do not collide.
+    """
     return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()

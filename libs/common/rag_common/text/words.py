@@ -14,7 +14,8 @@ Three ways to cut words, each for one purpose:
 
 Two stop-word lists, for two purposes: ``STOP_WORDS`` (function words of questions and prose,
 left out wherever texts are compared) and ``INDEX_STOP_WORDS`` (the sparse index's, which every
-stored BM25 vector was made with). ``QUESTION_WORDS`` open a question and name nothing.
+stored BM25 vector was made with). ``QUESTION_WORDS`` open a question and ``REQUEST_WORDS`` ask
+for its answer; neither names what it is about.
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ INDEX_STOP_WORDS = frozenset(
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did can could should would will "
     "may might must shall".split()
+)
+
+# Words a question uses to ask for an answer, not to say what it is about ("explain", "list the
+# kinds of", "what does X mean"): never its focus, nor a word its answer must contain.
+REQUEST_WORDS = frozenset(
+    "explain describe list name give show provide find happen happens mean means tell say says please "
+    "way ways kind kinds type types thing things".split()
 )
 
 _STEMMER = SnowballStemmer("english")
