@@ -16,7 +16,7 @@ from typing import Any
 from faststream.nats import NatsBroker
 
 from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.text.quotable import normal_words
+from rag_common.text.words import normal_words
 from rag_common.transport.consuming import register_work_queue
 from rag_common.transport.publishing import publish_assessment
 from rag_common.transport.streams import ASSESSMENT_JSTREAM
