@@ -8,9 +8,10 @@ retries a failed or timed-out request (as any client would) within a per-questio
 
 Reported in ``reports/chaos.json``:
 
-- questions ``answered`` / ``lost`` (never answered within the budget) / ``duplicated`` (a
-  response carrying a request id already seen, i.e. an answer delivered twice or crossed) /
-  ``wrong`` (answered from another document), plus the first-attempt failures by kind;
+- questions ``answered`` (``cached``: of those, answered from the answer cache) / ``lost``
+  (never answered within the budget) / ``duplicated`` (a response carrying a request id already
+  seen, i.e. an answer delivered twice or crossed) / ``wrong`` (answered from another
+  document), plus the first-attempt failures by kind;
 - documents ``accepted`` / ``lost`` (accepted but not indexed at the end) / ``mislabelled``
   (status hash or indexed text not the last accepted version).
 
@@ -64,6 +65,7 @@ class Tally:
     lost: int = 0
     wrong: int = 0
     duplicated: int = 0
+    cached: int = 0  # answered from the answer cache (on by default), a share of answered
     first_attempt_failures: Counter[str] = field(default_factory=Counter)
     request_ids: set[str] = field(default_factory=set)
     accepted: dict[str, str] = field(default_factory=dict)  # source -> last accepted sha256
@@ -94,6 +96,7 @@ async def ask_until_answered(client: httpx.AsyncClient, tally: Tally, i: int, bu
             passages = [p.get("text", "") for p in body.get("passages", [])]
             if passages and all(f"number {i} " in p for p in passages):
                 tally.answered += 1
+                tally.cached += bool(body.get("cached"))
             else:
                 tally.wrong += 1
                 if len(tally.wrong_examples) < 5:
@@ -219,6 +222,7 @@ def report_of(
             "lost": tally.lost,
             "duplicated": tally.duplicated,
             "wrong": tally.wrong,
+            "cached": tally.cached,
             "first_attempt_failures": dict(tally.first_attempt_failures),
             "wrong_examples": tally.wrong_examples,
         },

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 
-from rag_common.store.embedding import STOPWORDS
 from rag_common.store.vectors import Hit
+from rag_common.text.words import INDEX_STOP_WORDS, stem, tokens
 from rag_retriever.assessment import cosine, mmr, section_of
 from rag_retriever.ranking import keyword_query, title_words
 from rag_retriever.search import Pass, Retriever, Step
@@ -199,19 +199,9 @@ def second_section_of_top_file(top: Sequence[Hit], candidates: Sequence[Hit], at
     return [*top[:at], extra, *rest][: len(top)]
 
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def stem(word: str) -> str:
-    """A crude suffix stripper: "examples" and "example", "using" and "use" meet."""
-    for suffix in ("ing", "ed", "es", "s", "e"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
 def terms(text: str) -> set[str]:
-    return {stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS}
+    """The Snowball stems of a text's tokens, the sparse index's stop words left out."""
+    return {stem(t) for t in tokens(text) if t not in INDEX_STOP_WORDS}
 
 
 class LexicalReranker:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences
 from rag_common.wire.messages import Passage
 
 pytestmark = pytest.mark.unit
@@ -32,7 +32,3 @@ def test_glyphs_tabs_and_control_characters_are_cleaned_and_plain_lines_kept_as_
     assert units(text) == ["Guests can view every board.", "Guests cannot edit cards or comments."]
     plain = "Guests can view every board. Guests cannot edit cards or comments."
     assert units(plain) == ["Guests can view every board.", "Guests cannot edit cards or comments."]
-
-
-def test_normal_words_are_lowercase_letters_and_digits() -> None:
-    assert normal_words("The Pro-plan costs $12/month!") == "the pro plan costs 12 month"

@@ -15,6 +15,9 @@ from functools import lru_cache
 from rag_common.text.citations import CITATION, cited_numbers
 from rag_common.text.conflicts import Conflict, find_conflicts, names_subject
 from rag_common.text.injection import strip_spans
+from rag_common.text.lines import LIST_MARKER
+from rag_common.text.sentences import split_sentences
+from rag_common.text.words import STOP_WORDS, stem, tokens
 from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, Passage, QueryDrafted
 
 # A sentence is grounded when this share of its content words is in the passages it cites...
@@ -48,43 +51,28 @@ def _citation_verdict(cited: Iterable[int], valid: Iterable[int]) -> tuple[bool,
 
 # --- grounding ---------------------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z][a-z0-9'-]*|\d+(?:[.,]\d+)*")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d{1,2}[.)])\s+")
-_STOP = frozenset(
-    "a an and are as at be been by can could do does did for from has have had how i if in is it its me my of on "
-    "or our should the this that these those to was were we what when where which who why will with would you "
-    "your there their them they about into than then so any some also only just not no yes each per via".split()
-)
 # Words that frame an answer rather than state a fact: they need no support in the passages.
 _FRAMING = frozenset(
     "document documents source sources passage passages say says said state states stated according mention "
     "mentions mentioned disagree disagrees while however note answer information based following listed "
-    "extractive quote quoted".split()
+    "extractive quote quoted yes".split()
 )
+_UNCHECKED = STOP_WORDS | _FRAMING
+
+# An answer may say "costs" where the table says "Price": one stem for the support-desk synonyms
+# (Snowball stems: "charges" and "charging" are "charg", "pricing" is "price").
+_SYNONYMS = {"cost": "price", "fee": "price", "charg": "price", "pay": "price"}
 
 
-# An answer may say "costs" where the table says "Price": one key for the support-desk synonyms.
-_SYNONYMS = {"cost": "price", "pric": "price", "fee": "price", "charg": "price", "charge": "price", "pay": "price"}
-
-
-@lru_cache(maxsize=8192)
-def _stem(word: str) -> str:
-    """A crude stem, cached: a passage's words repeat across answers (44k calls per 100 answers)."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    return _SYNONYMS.get(word, word)
+def _term(word: str) -> str:
+    stemmed = stem(word)
+    return _SYNONYMS.get(stemmed, stemmed)
 
 
 def _content_terms(text: str) -> set[str]:
-    return {
-        _stem(w.strip("'-"))
-        for w in set(_WORD.findall(text.lower()))
-        if w not in _STOP and w not in _FRAMING and not w[0].isdigit() and len(w) > 1
-    }
+    """The stems of a text's words that state something: stop and framing words and numbers out."""
+    return {_term(w) for w in set(tokens(text)) if w not in _UNCHECKED and not w[0].isdigit() and len(w) > 1}
 
 
 def _numbers(text: str) -> set[str]:
@@ -94,8 +82,8 @@ def _numbers(text: str) -> set[str]:
 def answer_sentences(answer: str) -> list[str]:
     """The statements of an answer: sentences and list items, without framing lines ("From the documents:")."""
     sentences = []
-    for part in _SENTENCE_END.split(answer):
-        text = _LIST_MARKER.sub("", part).strip()
+    for part in (sentence for line in answer.split("\n") for sentence in split_sentences(line)):
+        text = LIST_MARKER.sub("", part).strip()
         if not text or (text.endswith(":") and not CITATION.search(text) and len(text.split()) <= 8):
             continue
         sentences.append(text)

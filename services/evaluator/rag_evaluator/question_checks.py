@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences
+from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import BLOOM_VERBS, Question, Validation
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rag_common.text.words import STOP_WORDS, content_words, stem, tokens
+from rag_common.text.words import NAME, REQUEST_WORDS, STOP_WORDS, content_words, names, stem, tokens
 
 
 class AnswerType(StrEnum):
@@ -32,11 +32,6 @@ class AnswerType(StrEnum):
     OTHER = "other"
 
 
-# Words a question uses to ask, not to say what it is about: they never count as its focus.
-_ASKING_WORDS = frozenset(
-    "explain describe list name give show provide find happen happens mean means tell say says "
-    "way ways kind kinds type types thing things".split()
-)
 _VALUE_NOUNS = (
     r"port|address|url|endpoint|host|hostname|domain|path|folder|directory|file|filename|command|cli|"
     r"flag|option|setting|parameter|variable|env|environment variable|header|key|field|version|value|"
@@ -113,34 +108,14 @@ def analyse(question: str) -> Asked:
     """The answer type, focus, names and head word of a question."""
     text = " ".join(question.lower().split()).strip()
     answer_type = next((kind for kind, rule in _RULES if rule.search(text)), AnswerType.OTHER)
-    asking = set(_ASKING_WORDS) | set(_HOW_WORD.findall(text))
+    asking = set(REQUEST_WORDS) | set(_HOW_WORD.findall(text))
     focus = frozenset(stem(w) for w in content_words(question) if w not in asking)
     heads = tuple(m.group(1) for rule in _HEAD_RULES if (m := rule.search(text)))
-    heads = tuple(h for h in heads if h not in STOP_WORDS and h not in _ASKING_WORDS)
-    return Asked(question, answer_type, focus, frozenset(names_in(question)), heads)
+    heads = tuple(h for h in heads if h not in STOP_WORDS and h not in REQUEST_WORDS)
+    return Asked(question, answer_type, focus, frozenset(names(question)), heads)
 
 
 _HOW_WORD = re.compile(r"(?<=\bhow )(much|many|long|often|big|large|soon|fast|old|frequently)\b")
-
-
-# A name: a capitalised word that does not open the sentence, or a code such as SYNC-409 or 2FA.
-_WORD_CASED = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*|[0-9]+[A-Za-z][A-Za-z0-9-]*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*[\"'“(]*$")
-
-
-def names_in(text: str) -> set[str]:
-    """Proper names and codes of a text, as written: "Teams" in "Does it work with Teams?",
-    "SYNC-409", "2FA"; a capital that only opens a sentence is not a name."""
-    found = set()
-    for match in _WORD_CASED.finditer(text):
-        word = match.group()
-        if word.lower() in STOP_WORDS or len(word) < 2:
-            continue
-        is_code = any(c.isdigit() for c in word) or (word.isupper() and len(word) > 1)
-        opens = bool(_SENTENCE_START.search(text[: match.start()]))
-        if is_code or (word[0].isupper() and not opens):
-            found.add(word)
-    return found
 
 
 def mentions(text: str, name: str) -> bool:
@@ -150,5 +125,5 @@ def mentions(text: str, name: str) -> bool:
 
 
 def words_of(text: str) -> set[str]:
-    """Lower-case tokens of a text, as ``names_in`` compares them (codes keep their hyphens)."""
-    return {m.group().lower() for m in _WORD_CASED.finditer(text)} | set(tokens(text))
+    """Lower-case tokens of a text, as ``names`` compares them (codes keep their hyphens)."""
+    return {m.group().lower() for m in NAME.finditer(text)} | set(tokens(text))

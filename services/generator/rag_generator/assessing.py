@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_common.store.assessments import AssessmentMetrics
-from rag_common.text.quotable import normal_words
+from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
     BLOOM_VERBS,

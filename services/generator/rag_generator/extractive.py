@@ -37,11 +37,10 @@ from rag_common.text.quotable import (
     Candidate,
     candidate_sentences,
     mask_spans,
-    normal_words,
     sentence_key,
     unique_candidates,
 )
-from rag_common.text.words import STOP_WORDS, content_words, stem
+from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rag_common.text.words import WORD_RUN
+
 # As many words of the system prompt in a row as the output check counts as repeating it.
 PROMPT_RUN = 8
-_WORD = re.compile(r"\w+")
 _TAG = re.compile(r"<\s*/?\s*(?:context|passage|selection)-", re.IGNORECASE)
 # A tail that may still grow into a tag: "<", "</", "<pass", "<context-" (tag names are letters).
 _OPEN_TAG = re.compile(r"<\s*/?\s*[a-z]*-?$", re.IGNORECASE)
@@ -47,7 +48,7 @@ class StreamGuard:
     _grams: set[tuple[str, ...]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self._prompt = [w.lower() for w in _WORD.findall(self.system_prompt)]
+        self._prompt = [w.lower() for w in WORD_RUN.findall(self.system_prompt)]
         self._grams = _grams(self._prompt)
 
     def feed(self, token: str) -> str:
@@ -84,7 +85,7 @@ class StreamGuard:
     def _complete_words(self) -> tuple[list[re.Match[str]], re.Match[str] | None]:
         """The last words that are complete, and the one still being typed ("instruc" + "tions")."""
         # Only the last words matter: a run of the prompt is at most PROMPT_RUN long.
-        words = list(_WORD.finditer(self.text, max(0, len(self.text) - 40 * PROMPT_RUN)))[-PROMPT_RUN - 1 :]
+        words = list(WORD_RUN.finditer(self.text, max(0, len(self.text) - 40 * PROMPT_RUN)))[-PROMPT_RUN - 1 :]
         if words and words[-1].end() == len(self.text):
             return words[:-1][-PROMPT_RUN:], words[-1]
         return words[-PROMPT_RUN:], None

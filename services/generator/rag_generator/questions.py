@@ -20,7 +20,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.text.quotable import candidate_sentences, normal_words
+from rag_common.text.quotable import candidate_sentences
+from rag_common.text.sentences import split_sentences
+from rag_common.text.words import STOP_WORDS, normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import BloomLevel, Citation, Question, QuestionSpec
 
@@ -43,11 +45,9 @@ _REASON = re.compile(r"\b(because|so that|in order to|to ensure|to avoid|to prev
 _MEANS = re.compile(
     r"\b(by (?:using|adding|setting|providing|asking|giving|breaking|including|making)|using|through)\b"
 )
-_SENTENCE_BREAK = re.compile(r"[.!?:][\"'”’)]*\s+[\"'“‘(]*[A-Z]")
-_STOP_START = frozenset(
-    "the a an this that these those it its you your we our they their he she his her each every when if "
-    "for in on at to of with by as and or but not all any some many most more one two three first".split()
-)
+# Common words that may open a clause and name nothing: a capitalised one is no name, and a clause
+# that opens with one is lower-cased inside a question. The stop words, pronouns and counting words.
+_COMMON_OPENERS = STOP_WORDS | frozenset("but every first he her his one she three two".split())
 _GENERIC_NAMES = frozenset({"the", "this", "these", "for example", "note", "however", "also", "see"})
 BLANK = "_____"
 MIN_SENTENCE_WORDS, MAX_SENTENCE_WORDS = 7, 60
@@ -84,7 +84,7 @@ def terms_of(sentence: str) -> list[Term]:
         text = m.group(1).rstrip(".")
         if m.start() == 0 and len(text.split()) < 2:
             continue
-        if text.lower() in _GENERIC_NAMES or text.split()[0].lower() in _STOP_START:
+        if text.lower() in _GENERIC_NAMES or text.split()[0].lower() in _COMMON_OPENERS:
             continue
         found.append(Term(text, "name"))
     # A capitalised word inside a sentence (not after a full stop or a colon) is a proper name too:
@@ -92,7 +92,7 @@ def terms_of(sentence: str) -> list[Term]:
     named = {t.text for t in found}
     for m in _PROPER.finditer(sentence):
         word = m.group(1)
-        if m.start() > 0 and word.lower() not in _STOP_START and not any(word in n for n in named):
+        if m.start() > 0 and word.lower() not in _COMMON_OPENERS and not any(word in n for n in named):
             found.append(Term(word, "name"))
     definition = _DEFINITION.match(sentence)
     if definition and _nameable(definition.group("term")):
@@ -103,7 +103,7 @@ def terms_of(sentence: str) -> list[Term]:
 def _nameable(term: str) -> bool:
     """A defined term worth asking about: 1-5 words, not opening with a pronoun or article ("This is a ...")."""
     words = term.split()
-    return 1 <= len(words) <= 5 and words[0].lower() not in _STOP_START
+    return 1 <= len(words) <= 5 and words[0].lower() not in _COMMON_OPENERS
 
 
 def is_paraphrase(a: str, b: str) -> bool:
@@ -189,7 +189,7 @@ def _where(passage: Passage) -> str:
 def _lower_first(text: str) -> str:
     """Lower-case a clause's first word when it is a common word (a name keeps its capital)."""
     first = text.split(" ", 1)[0]
-    return text[0].lower() + text[1:] if first.lower() in _STOP_START else text
+    return text[0].lower() + text[1:] if first.lower() in _COMMON_OPENERS else text
 
 
 _MCQ_LEAD: dict[BloomLevel, str] = {
@@ -240,7 +240,7 @@ def _reason_stem(sentence: str) -> tuple[str, str] | None:
         if match and match.start() > 15:
             head = sentence[: match.start()].strip(" ,;:-")
             # A list item can hold several sentences: a clause that spans one break is no statement.
-            if _SENTENCE_BREAK.search(head):
+            if len(split_sentences(head)) > 1:
                 continue
             if len(head.split()) >= 3 and not head.endswith(("and", "or", "to")):
                 return word, _lower_first(head)

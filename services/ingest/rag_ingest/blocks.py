@@ -18,13 +18,3 @@ class Block:
 
 class ParseError(ValueError):
     """The file is malformed or unreadable; the message says what is wrong."""
-
-
-def serialise_row(headers: list[str], cells: list[str]) -> str:
-    """`Header: value; ...` so a row read alone still says what each value means."""
-    parts = []
-    for position, value in enumerate(cells):
-        header = headers[position] if position < len(headers) else ""
-        if value:
-            parts.append(f"{header}: {value}" if header else value)
-    return "; ".join(parts)

@@ -15,6 +15,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rag_common.text.sentences import ends_sentence
 from rag_ingest.parsing import Block
 
 TokenCounter = Callable[[str], int]
@@ -24,7 +25,6 @@ TokenCounter = Callable[[str], int]
 TokenSpans = Callable[[str], Sequence[tuple[int, int, bool]]]
 
 _WORD = re.compile(r"\S+")
-_SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +243,7 @@ def _windows(
         last = low
         if last < len(spans) - 1:
             for candidate in range(last, (start + last) // 2, -1):
-                if _SENTENCE_END.search(text[spans[candidate][0] : spans[candidate][1]]):
+                if ends_sentence(text[spans[candidate][0] : spans[candidate][1]]):
                     last = candidate
                     break
         begin, end = spans[start][0], spans[last][1]

@@ -34,7 +34,8 @@ from pptx.shapes.graphfrm import GraphicFrame
 from pptx.shapes.group import GroupShape
 from pptx.slide import Slide
 
-from rag_ingest.blocks import Block, ParseError, serialise_row
+from rag_common.text.lines import table_row
+from rag_ingest.blocks import Block, ParseError
 
 # An OLE compound file: a password-protected Office file, or a legacy binary .doc/.ppt.
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -216,7 +217,7 @@ def _table_blocks(rows: list[list[str]], path: tuple[str, ...], page: int | None
         return
     headers = rows[0]
     for row in rows[1:]:
-        text = serialise_row(headers, row)
+        text = table_row(headers, row)
         if text:
             yield Block(text, path, page, "table")
 

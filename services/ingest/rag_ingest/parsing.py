@@ -15,11 +15,21 @@ from pathlib import PurePosixPath
 import charset_normalizer
 from pypdf import PdfReader
 
+from rag_common.text.lines import (
+    ANSWER_LINE,
+    FENCE,
+    QUESTION_LINE,
+    TABLE_SEPARATOR,
+    THEMATIC_BREAK,
+    closes_fence,
+    table_row,
+)
+from rag_common.text.markdown import Section
+from rag_common.text.markdown import sections as markdown_sections
 from rag_common.wire.formats import SUPPORTED_EXTENSIONS
 from rag_ingest.blocks import Block as Block
 from rag_ingest.blocks import BlockKind as BlockKind
 from rag_ingest.blocks import ParseError as ParseError
-from rag_ingest.blocks import serialise_row
 from rag_ingest.office import ArchiveLimits, parse_docx, parse_pptx
 from rag_ingest.web import html_to_markdown
 
@@ -31,19 +41,10 @@ class UnsupportedFileType(ValueError):
 # Share of control characters above which decoded bytes are treated as binary, not text.
 _MAX_CONTROL_SHARE = 0.1
 _MAX_HEADING_CHARS = 80
-_MAX_MARKDOWN_HEADING_CHARS = 300
 # Unicode category Cc less the whitespace controls (tab, newline, vertical tab, form feed, return).
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _UNDERLINE = re.compile(r"^\s*(={3,}|-{3,})\s*$")
-_QUESTION_LINE = re.compile(r"^\s*Q:\s")
-_ANSWER_LINE = re.compile(r"^\s*A:\s")
-
-Section = tuple[tuple[str, ...], list[str]]
 
 
 def document_format(filename: str) -> str:
@@ -91,11 +92,11 @@ def parse_document(
     elif fmt == "pptx":
         blocks = parse_pptx(data, limits)
     elif fmt == "html":
-        blocks = [b for section in _markdown_sections(html_to_markdown(data)) for b in _section_blocks(section)]
+        blocks = [b for section in markdown_sections(html_to_markdown(data)) for b in _section_blocks(section)]
     else:
         text = _decode_text(data)
         sections = (
-            _markdown_sections(text, late_titles=code_comment_headings) if fmt == "markdown" else _text_sections(text)
+            markdown_sections(text, late_titles=code_comment_headings) if fmt == "markdown" else _text_sections(text)
         )
         blocks = [block for section in sections for block in _section_blocks(section)]
     if not blocks:
@@ -210,56 +211,6 @@ def _mostly_non_latin(text: str) -> bool:
     return latin < 0.5 * len(letters)
 
 
-def _markdown_sections(text: str, *, late_titles: bool = True) -> list[Section]:
-    """Split markdown into (heading path, body lines) on ATX headings outside code fences.
-
-    ``late_titles=False``: a level-1 heading after a deeper one is a body line, not a heading.
-    """
-    stack: list[tuple[int, str]] = []
-    deeper = False
-    sections: list[Section] = [((), [])]
-    fence: str | None = None
-    for line in _strip_front_matter(text).split("\n"):
-        heading = _ATX_HEADING.match(line) if fence is None else None
-        if heading and not late_titles and deeper and len(heading.group(1)) == 1:
-            heading = None
-        if heading:
-            title = re.sub(r"(?:^|[ \t]+)#+$", "", heading.group(2) or "").strip()
-            if len(title) > _MAX_MARKDOWN_HEADING_CHARS:  # a "heading" that long is text, not a title
-                sections[-1][1].append(title)
-                continue
-            if title:
-                level = len(heading.group(1))
-                deeper = deeper or level > 1
-                while stack and stack[-1][0] >= level:
-                    stack.pop()
-                stack.append((level, title))
-                sections.append((tuple(name for _, name in stack), []))
-            continue
-        if fence is None:
-            opener = _FENCE.match(line)
-            fence = opener.group(1) if opener else None
-        elif _closes_fence(line, fence):
-            fence = None
-        sections[-1][1].append(line)
-    return sections
-
-
-def _strip_front_matter(text: str) -> str:
-    """Drop a leading `---` YAML block: metadata, not content to retrieve."""
-    lines = text.split("\n")
-    if lines[0].strip() == "---":
-        for index, line in enumerate(lines[1:], start=1):
-            if line.strip() in ("---", "..."):
-                return "\n".join(lines[index + 1 :])
-    return text
-
-
-def _closes_fence(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
-
-
 def _text_sections(text: str) -> list[Section]:
     """Split plain text into sections, guessing headings from their shape.
 
@@ -269,7 +220,7 @@ def _text_sections(text: str) -> list[Section]:
     """
     paragraphs = [p.split("\n") for p in re.split(r"\n\s*\n", text.strip()) if p.strip()]
     stack: list[tuple[int, str]] = []
-    sections: list[Section] = [((), [])]
+    sections = [Section(())]
     for index, lines in enumerate(paragraphs):
         first = lines[0].strip()
         level, body = 0, lines
@@ -284,10 +235,10 @@ def _text_sections(text: str) -> list[Section]:
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, first))
-            sections.append((tuple(name for _, name in stack), []))
+            sections.append(Section(tuple(name for _, name in stack)))
         else:
             body = lines
-        sections[-1][1].extend([*body, ""])
+        sections[-1].lines.extend([*body, ""])
     return sections
 
 
@@ -302,7 +253,7 @@ def _is_title(line: str) -> bool:
 
 def _section_blocks(section: Section) -> list[Block]:
     """Blocks of one section; a question heading makes the whole section one FAQ block."""
-    path, lines = section
+    path, lines = section.path, section.lines
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(line.rstrip() for line in lines)).strip()
     if not body:
         return []
@@ -316,11 +267,11 @@ def _body_blocks(lines: list[str], path: tuple[str, ...], page: int | None) -> I
     index, count = 0, len(lines)
     while index < count:
         line = lines[index]
-        if not line.strip() or _THEMATIC_BREAK.match(line):
+        if not line.strip() or THEMATIC_BREAK.match(line):
             index += 1
-        elif fence := _FENCE.match(line):
+        elif fence := FENCE.match(line):
             end = next(
-                (j for j in range(index + 1, count) if _closes_fence(lines[j], fence.group(1))),
+                (j for j in range(index + 1, count) if closes_fence(lines[j], fence.group(1))),
                 count,
             )
             code = "\n".join(lines[index + 1 : end]).strip("\n")
@@ -331,18 +282,18 @@ def _body_blocks(lines: list[str], path: tuple[str, ...], page: int | None) -> I
             headers = _table_cells(line)
             index += 2
             while index < count and "|" in lines[index]:
-                row = serialise_row(headers, _table_cells(lines[index]))
+                row = table_row(headers, _table_cells(lines[index]))
                 if row:
                     yield Block(row, path, page, "table")
                 index += 1
-        elif _QUESTION_LINE.match(line):
+        elif QUESTION_LINE.match(line):
             # The pair ends at the first blank line after "A:", so later prose is not swallowed
             # into a chunk that the chunker never splits.
             end, answered = index + 1, False
-            while end < count and not _QUESTION_LINE.match(lines[end]):
+            while end < count and not QUESTION_LINE.match(lines[end]):
                 if answered and not lines[end].strip():
                     break
-                answered = answered or bool(_ANSWER_LINE.match(lines[end]))
+                answered = answered or bool(ANSWER_LINE.match(lines[end]))
                 end += 1
             pair = "\n".join(text.strip() for text in lines[index:end] if text.strip())
             yield Block(pair, path, page, "faq")
@@ -358,7 +309,7 @@ def _body_blocks(lines: list[str], path: tuple[str, ...], page: int | None) -> I
 def _starts_block(lines: list[str], index: int) -> bool:
     line = lines[index]
     return bool(
-        _FENCE.match(line) or _THEMATIC_BREAK.match(line) or _QUESTION_LINE.match(line) or _starts_table(lines, index)
+        FENCE.match(line) or THEMATIC_BREAK.match(line) or QUESTION_LINE.match(line) or _starts_table(lines, index)
     )
 
 
@@ -367,7 +318,7 @@ def _starts_table(lines: list[str], index: int) -> bool:
         "|" in lines[index]
         and index + 1 < len(lines)
         and "|" in lines[index + 1]
-        and bool(_TABLE_SEPARATOR.match(lines[index + 1]))
+        and bool(TABLE_SEPARATOR.match(lines[index + 1]))
     )
 
 

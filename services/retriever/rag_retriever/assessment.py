@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rag_common.store.vectors import Hit
+from rag_common.text.words import normal_words
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
@@ -134,10 +135,6 @@ def sections_of(chunks: Sequence[Mapping[str, Any]]) -> list[Section]:
     return [Section(source, path, words[(source, path)], counts[(source, path)]) for source, path in sorted(words)]
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
 def in_unit(source: str, path: Sequence[str], unit: str) -> bool:
     """Whether a chunk of ``source`` under heading ``path`` belongs to ``unit``: the document itself,
     a heading path ('Billing > Refunds', matched from any level down), or a document then its path
@@ -146,15 +143,15 @@ def in_unit(source: str, path: Sequence[str], unit: str) -> bool:
         return True
     if unit == source:
         return True
-    parts = [_norm(p) for p in unit.split(">")]
-    if parts and parts[0] == _norm(source):
+    parts = [normal_words(p) for p in unit.split(">")]
+    if parts and parts[0] == normal_words(source):
         return _starts(path, parts[1:])
-    normal = [_norm(p) for p in path]
+    normal = [normal_words(p) for p in path]
     return any(normal[i : i + len(parts)] == parts for i in range(len(normal) - len(parts) + 1))
 
 
 def _starts(path: Sequence[str], parts: Sequence[str]) -> bool:
-    normal = [_norm(p) for p in path]
+    normal = [normal_words(p) for p in path]
     return normal[: len(parts)] == list(parts)
 
 

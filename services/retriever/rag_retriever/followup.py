@@ -18,9 +18,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_common.text.words import QUESTION_WORDS, STOP_WORDS
+from rag_common.text.words import words as words_in
 from rag_common.wire.messages import Turn
 
-_WORD = re.compile(r"[A-Za-z0-9][\w'’+.-]*[\w+]|[A-Za-z0-9]")
 _LEAD = re.compile(r"^\s*(?:and|also|so|but|ok(?:ay)?|then)\b[\s,]*", re.IGNORECASE)
 _WHAT_ABOUT = re.compile(
     r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<x>.+?)\s*[?.!]*\s*$|^\s*and\s+(?P<y>(?:the|for|in|on|with)\b.+?)\s*[?.!]*\s*$",
@@ -43,18 +44,16 @@ _ELLIPSIS = re.compile(
     r"\s*[?.!]*\s*$",
     re.IGNORECASE,
 )
-_QUESTION_WORDS = frozenset(
-    "what which who whom whose when where why how is are was were do does did can could should would will "
-    "may might must shall".split()
-)
-_SUBJECT_STOP = frozenset(
-    "i me my we our you your he she it its they them their this that these those what which who whom whose when "
-    "where why how is are was were be been do does did can could should would will may might must shall has have "
-    "had get got go goes going there here if then than so and or but not no yes to of in on at for with by from "
-    "as about into over under after before up down out off again please also just very much many long often".split()
-)
+# Words that never name the subject of a question: stop words, question words, pronouns and particles
+# ("go", "often", "yes"), less the determiners and quantifiers a noun phrase holds ("the other plan",
+# "the most popular plan").
+_NOT_A_SUBJECT = (
+    STOP_WORDS
+    | QUESTION_WORDS
+    | frozenset("he she go goes going long often yes after again before but down off out over under up".split())
+) - frozenset("a an the all any both each some more most only other such".split())
 # Verbs and prepositions end a noun phrase: "the Business plan | include".
-_PHRASE_END = _SUBJECT_STOP | frozenset(
+_PHRASE_END = _NOT_A_SUBJECT | frozenset(
     "include includes included cost costs work works happen happens mean means need needs supports "
     "uses used make makes take takes run runs offer offers provide provides require requires guarantee "
     "guarantees protect protects apply applies allow allows contain contains sync syncs".split()
@@ -73,14 +72,10 @@ class Rewrite:
     rule: str
 
 
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
-
-
 def _has_capitalised_name(text: str) -> bool:
     """A proper name after the first word ("the Free plan", "GitHub"): the question names its subject."""
-    words = _words(text)[1:]
-    return any(w[0].isupper() and w.lower() not in _SUBJECT_STOP for w in words)
+    words = words_in(text)[1:]
+    return any(w[0].isupper() and w.lower() not in _NOT_A_SUBJECT for w in words)
 
 
 def subject_of(question: str) -> str:
@@ -94,7 +89,7 @@ def subject_of(question: str) -> str:
     candidates: list[str] = []
     for match in _DETERMINER.finditer(text):
         words: list[str] = []
-        for word in _words(text[match.end() :]):
+        for word in words_in(text[match.end() :]):
             if word.lower() in _PHRASE_END:
                 break
             words.append(word)
@@ -106,14 +101,14 @@ def subject_of(question: str) -> str:
     if candidates:
         return _as_the(candidates[0])
     run: list[str] = []
-    for word in _words(text)[1:]:
+    for word in words_in(text)[1:]:
         if word[0].isupper() or (run and word.lower() not in _PHRASE_END):
             run.append(word)
         elif run:
             break
     if run:
         return " ".join(run)
-    content = [w for w in _words(text) if w.lower() not in _PHRASE_END]
+    content = [w for w in words_in(text) if w.lower() not in _PHRASE_END]
     return " ".join(content[-3:])
 
 
@@ -129,10 +124,10 @@ def _standalone(turn: Turn) -> str:
 
 def _swap(previous: str, replacement: str) -> str | None:
     """The earlier question with ``replacement`` in place of what it is a sibling of."""
-    rep_words = [w for w in _words(replacement) if w.lower() not in {"the", "a", "an"}]
+    rep_words = [w for w in words_in(replacement) if w.lower() not in {"the", "a", "an"}]
     if not rep_words:
         return None
-    prev_words = _words(previous)
+    prev_words = words_in(previous)
     # A sibling token: same letters before a number ("Sev1" / "Sev2"), or a capitalised name.
     head = rep_words[0]
     stem = re.match(r"[A-Za-z]+", head)
@@ -174,7 +169,7 @@ def _swap(previous: str, replacement: str) -> str | None:
 
 def _head(phrase: str) -> str:
     """The head noun of a phrase, singular: "the Enterprise plans" → "plan"."""
-    words = _words(phrase)
+    words = words_in(phrase)
     return words[-1].lower().rstrip("s") if words else ""
 
 
@@ -183,7 +178,7 @@ def _replace_pronoun(question: str, subject: str) -> str | None:
     demonstrative = _DEMONSTRATIVE_NOUN.search(question)
     if (
         demonstrative
-        and demonstrative.group("noun").lower() not in _SUBJECT_STOP
+        and demonstrative.group("noun").lower() not in _NOT_A_SUBJECT
         and demonstrative.group("noun").lower() in subject.lower()
     ):
         return question[: demonstrative.start()] + subject + question[demonstrative.end() :]
@@ -221,8 +216,8 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite | None:
     if (
         not about
         and _LEAD.match(question)
-        and 0 < len(_words(short)) <= 4
-        and _words(short)[0].lower() not in _QUESTION_WORDS
+        and 0 < len(words_in(short)) <= 4
+        and words_in(short)[0].lower() not in QUESTION_WORDS
     ):
         about = _WHAT_ABOUT.match(f"what about {short}?")
     if about:
@@ -233,7 +228,7 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite | None:
             # "and for annual plans?" with no "for ..." before narrows the earlier question.
             base = previous.rstrip("?. ")
             same = list(re.finditer(rf"\b{re.escape(qualifier.group().strip())}\s+", base, re.IGNORECASE))
-            if same and len(_words(base[same[-1].end() :])) <= 4:
+            if same and len(words_in(base[same[-1].end() :])) <= 4:
                 return Rewrite(f"{base[: same[-1].start()]}{replacement}?", "what-about")
             return Rewrite(f"{base} {replacement}?", "what-about")
         swapped = _swap(previous, replacement)

@@ -11,9 +11,10 @@ clear a higher bar still.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, REQUEST_WORDS, STOP_WORDS, stem, tokens
 
 # Questions no team's documents answer; their best scores in a collection are its noise floor.
 OFF_TOPIC_PROBES = (
@@ -49,17 +50,18 @@ OFF_TOPIC_PROBES = (
     "How long should I boil an egg?",
 )
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'+-]*")
-# Words that say what kind of question it is, not what it is about.
-_GENERIC = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her here
-    hers him his how i if in into is it its itself just me more most my no nor not now of off on once only or other
-    our out over own same she should so some such than that the their them then there these they this those
-    through to too under until up very was we were what when where which while who whom why will with would you
-    your yours get got give tell show explain describe know want need please much many way ways thing things
-    use using used make made work works happen happens mean means best good new today tomorrow yesterday
-    cost costs price prices time times question answer help also really""".split()
+# Words that say what kind of question it is, not what it is about: the stop words of both lists,
+# question and request words, and generic words ("best", "price", "today") that a passage answering
+# the question need not contain.
+_GENERIC = (
+    STOP_WORDS
+    | INDEX_STOP_WORDS
+    | QUESTION_WORDS
+    | REQUEST_WORDS
+    | frozenset(
+        """answer best cost costs good help made make new price prices question really time times today tomorrow
+        work works yesterday""".split()
+    )
 )
 
 
@@ -98,21 +100,16 @@ def calibrate(off_topic_best: Sequence[float], *, floor: float, margin: float, c
 
 def salient_terms(question: str) -> list[str]:
     """Words of the question that name what it is about (stop and question words out)."""
-    words = _WORD.findall(question.lower())
-    return list(dict.fromkeys(w.strip("'") for w in words if w not in _GENERIC and len(w) > 2))
-
-
-def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word
+    return list(dict.fromkeys(w for w in tokens(question) if w not in _GENERIC and len(w) > 2))
 
 
 def lexical_coverage(question: str, texts: Sequence[str]) -> tuple[float, list[str]]:
-    """Share of the question's salient terms found in ``texts`` (stem match), and the missing ones."""
+    """Share of the question's salient terms found in ``texts`` (Snowball stem match), and the missing ones."""
     terms = salient_terms(question)
     if not terms:
         return 1.0, []
-    found = {_stem(w) for text in texts for w in _WORD.findall(text.lower())}
-    missing = [t for t in terms if _stem(t) not in found]
+    found = {stem(w) for text in texts for w in tokens(text)}
+    missing = [t for t in terms if stem(t) not in found]
     return 1 - len(missing) / len(terms), missing
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rag_common.text.words import names
+from rag_common.text.words import words as words_in
+
 ANALYTICAL = ("how", "why", "compare", "explain", "difference", "troubleshoot", "analyze", "analyse")
 ERROR_TERMS = (
     "not working",
@@ -44,33 +47,6 @@ GREETING = re.compile(
     r"(?:\s+(?:there|all|everyone|team|so much|a lot|again))*\s*[!.?]*\s*$",
     re.IGNORECASE,
 )
-WORD = re.compile(r"[A-Za-z0-9][\w'’-]*")
-STOP_CAPITALS = {
-    "I",
-    "I'm",
-    "I've",
-    "I'd",
-    "I'll",
-    "Is",
-    "Are",
-    "Can",
-    "Could",
-    "Do",
-    "Does",
-    "What",
-    "Which",
-    "When",
-    "Where",
-    "Who",
-    "How",
-    "Why",
-    "The",
-    "A",
-    "An",
-    "My",
-    "Our",
-    "Please",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,20 +72,10 @@ def _has_any(words: set[str], terms: tuple[str, ...]) -> bool:
     return any(t in words for t in terms if " " not in t)
 
 
-def _named_entities(text: str) -> list[str]:
-    """Capitalised words that are not the first word of a sentence nor a common question word."""
-    entities = []
-    for sentence in re.split(r"(?<=[.!?;:])\s+", text.strip()):
-        for i, word in enumerate(WORD.findall(sentence)):
-            if i > 0 and word[0].isupper() and word not in STOP_CAPITALS:
-                entities.append(word)
-    return entities
-
-
 def score_query(text: str) -> Score:
     """Score a question with the seven signals; pure and deterministic."""
     lowered = text.lower().replace("’", "'")
-    tokens = WORD.findall(lowered)
+    tokens = words_in(lowered)
     words = set(tokens)
     signals: dict[str, int] = {}
     if len(tokens) > 25:
@@ -122,7 +88,7 @@ def score_query(text: str) -> Score:
         signals["error"] = 1
     if _has_any(words, NEGATIONS):
         signals["negation"] = 1
-    if len(_named_entities(text)) >= 2:
+    if len(names(text)) >= 2:
         signals["named_entities"] = 2
     if (
         text.count("?") >= 2

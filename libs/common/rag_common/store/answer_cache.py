@@ -55,6 +55,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_common.config.settings import ServiceSettings
 from rag_common.store.docindex import DocumentIndex
+from rag_common.text.sentences import clauses
+from rag_common.text.words import words
 from rag_common.wire import subjects
 from rag_common.wire.messages import CacheKey, CacheScope, Query, QueryAnswered, QueryRouted, Usage
 from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
@@ -144,19 +146,16 @@ def decode_vector(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 
-_WORD = re.compile(r"[0-9A-Za-z]+(?:[.'’-][0-9A-Za-z]+)*")
-_SENTENCE_END = re.compile(r"[.?!:;]\s+")
-
-
 def anchors(text: str) -> set[str]:
     """The words that pin what a question asks about, case-folded.
 
-    Numbers, and capitalised words other than a sentence's first (plan, product and feature names:
-    "Pro", "SSO", "EU"): two questions about different ones are never the same question.
+    Numbers, and words with a capital anywhere other than as a clause's first word (plan, product
+    and feature names: "Pro", "SSO", "EU", and "iOS" too, which ``words.names`` does not count: a
+    wrong cached answer costs more than a miss).
     """
     found: set[str] = set()
-    for sentence in _SENTENCE_END.split(text):
-        for i, word in enumerate(_WORD.findall(sentence)):
+    for clause in clauses(text):
+        for i, word in enumerate(words(clause)):
             if any(c.isdigit() for c in word) or (i > 0 and any(c.isupper() for c in word) and word != "I"):
                 found.add(word.casefold())
     return found
@@ -168,8 +167,8 @@ def same_anchors(a: str, b: str) -> bool:
     So "the pro plan" matches "the Pro plan", but "Pro" never matches "Business", nor "10 users"
     "20 users".
     """
-    words_a = {w.casefold() for w in _WORD.findall(a)}
-    words_b = {w.casefold() for w in _WORD.findall(b)}
+    words_a = {w.casefold() for w in words(a)}
+    words_b = {w.casefold() for w in words(b)}
     return anchors(a) <= words_b and anchors(b) <= words_a
 
 

@@ -3,7 +3,8 @@
 Dense: MiniLM via fastembed, optionally a second model (bge-small); sparse: BM25.
 
 No model hub is contacted: the dense model is registered as a custom fastembed model and loaded
-with ``specific_model_path``; BM25 needs no weights, only the stop words below.
+with ``specific_model_path``; BM25 needs no weights, only the sparse index's stop words
+(``rag_common.text.words.INDEX_STOP_WORDS``).
 """
 
 from __future__ import annotations
@@ -21,25 +22,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rag_common.text.words import INDEX_STOP_WORDS
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DENSE_MODEL_NAME = "local/all-MiniLM-L6-v2-int8"
 DENSE_DIM = 384
 REQUIRED_FILES = ("model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
-
-# The English stop-word list of Qdrant/bm25 (NLTK's), inline so no download is needed.
-STOPWORDS = frozenset(
-    """a about above after again against ain all am an and any are aren aren't as at be because been
-    before being below between both but by can couldn couldn't d did didn didn't do does doesn doesn't
-    doing don don't down during each few for from further had hadn hadn't has hasn hasn't have haven
-    haven't having he her here hers herself him himself his how i if in into is isn isn't it it's its
-    itself just ll m ma me mightn mightn't more most mustn mustn't my myself needn needn't no nor not
-    now o of off on once only or other our ours ourselves out over own re s same shan shan't she
-    she's should should've shouldn shouldn't so some such t than that that'll the their theirs them
-    themselves then there these they this those through to too under until up ve very was wasn wasn't
-    we were weren weren't what when where which while who whom why will with won won't wouldn
-    wouldn't y you you'd you'll you're you've your yours yourself yourselves""".split()
-)
 
 # onnxruntime keeps the memory of its largest batch for the life of the process: 32 chunks of
 # 256 tokens took the store process from 263 MB to 1166 MB and it never came back; 8 stay at
@@ -166,7 +155,9 @@ class Embedder:
         self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-batch")
         bm25_dir = model_dir / "bm25"
         bm25_dir.mkdir(exist_ok=True)
-        self.sparse = SparseTextEmbedding("Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(STOPWORDS))
+        self.sparse = SparseTextEmbedding(
+            "Qdrant/bm25", specific_model_path=str(bm25_dir), stopwords=set(INDEX_STOP_WORDS)
+        )
         self._bm25_dir = bm25_dir
         self._bm25_by_avg_len: dict[float, Any] = {}
         self._bm25_lock = threading.Lock()
@@ -211,7 +202,10 @@ class Embedder:
                 from fastembed import SparseTextEmbedding
 
                 model = SparseTextEmbedding(
-                    "Qdrant/bm25", specific_model_path=str(self._bm25_dir), stopwords=set(STOPWORDS), avg_len=avg_len
+                    "Qdrant/bm25",
+                    specific_model_path=str(self._bm25_dir),
+                    stopwords=set(INDEX_STOP_WORDS),
+                    avg_len=avg_len,
                 )
                 self._bm25_by_avg_len[avg_len] = model
             return model

@@ -14,15 +14,21 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Protocol
 
+from rag_common.text.sentences import split_sentences
+
 
 class SourcedText(Protocol):
     """A passage as far as conflicts go: which document, and what it says."""
 
     @property
-    def source(self) -> str: ...
+    def source(self) -> str:
+        """The document the text comes from."""
+        ...
 
     @property
-    def text(self) -> str: ...
+    def text(self) -> str:
+        """What the document says there."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +51,6 @@ _QUANTITY = re.compile(
 _UNIT_ALIASES = {"$": "usd", "dollar": "usd", "€": "eur", "euro": "eur", "£": "gbp", "%": "percent"}
 _PERIOD = re.compile(r"\b(?:(?P<month>month|monthly|mo)|(?P<year>year|yearly|annual|annually|yr))\b", re.IGNORECASE)
 _CAPITALISED_RUN = re.compile(r"[A-Z][\w+-]*(?:[ \t]+[A-Z][\w+-]*)*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Words that name no particular thing: "The Pro plan" and "Pro" are the same subject.
 _NOISE_WORDS = frozenset(
     "the a an our your its this that these those each every all it we you plan plans tier tiers edition package "
@@ -77,8 +82,11 @@ def _normalise(name: str) -> str:
 
 
 def names_subject(text: str, subject: str) -> bool:
-    """Whether ``text`` names a conflict's ``subject``: each of its words as a whole word, as
-    subjects are cut ("Pro" is named by "the Pro plan", not by "Max projects" or "pro-rated")."""
+    """Whether ``text`` names a conflict's ``subject``: each of its words, as a whole word.
+
+    Words are cut as subjects are: "Pro" is named by "the Pro plan", not by "Max projects" or
+    "pro-rated".
+    """
     words = _name_words(text)
     return all(word in words for word in subject.split())
 
@@ -136,7 +144,7 @@ def _quantities(passage: SourcedText) -> Iterator[_Quantity]:
                 for header, _, value in cells[1:]:
                     yield from _scan(value, passage.source, subject=row_subject, header=header)
             continue
-        for sentence in _SENTENCE_END.split(line):
+        for sentence in split_sentences(line):
             yield from _scan(sentence, passage.source, subject=None)
 
 

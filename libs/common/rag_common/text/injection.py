@@ -1,6 +1,6 @@
-"""Prompt-injection checks (pure, no I/O): planted instructions in documents, attacks in questions,
-suspicious model output.
+"""Prompt-injection checks (pure, no I/O): planted instructions, attacking questions, suspicious output.
 
+Planted instructions are looked for in documents, attacks in questions, leaks in model output.
 Rules, not a classifier: every verdict names the pattern family that fired, runs in microseconds
 and needs no model download. The well-known detectors (LLM Guard, Rebuff) rely on a fine-tuned
 model from a model hub, which this system must not need. The patterns are deliberately narrow:
@@ -31,6 +31,8 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+
+from rag_common.text.words import WORD_RUN
 
 INJECTION_REFUSAL = "I can't help with that request. I answer questions about the documents in this collection."
 
@@ -68,6 +70,8 @@ class Span:
 
 @dataclass(frozen=True)
 class QuestionVerdict:
+    """Whether a question looks like an attack, of which kinds, and the text that fired."""
+
     suspected: bool
     kinds: tuple[str, ...]
     matched: tuple[str, ...]  # the text that fired, per kind, for logs and flag details
@@ -110,8 +114,10 @@ _LEETY = re.compile(r"(?i)[a-z][0-9@$]+[a-z]")
 
 @cache
 def _lookalikes() -> dict[int, str]:
-    """Non-Latin letters that look like a Latin one, from Unicode's confusables data (built once,
-    on the first text that is not ASCII: loading the data takes a third of a second)."""
+    """Non-Latin letters that look like a Latin one, from Unicode's confusables data.
+
+    Built once, on the first text that is not ASCII: loading the data takes a third of a second.
+    """
     from confusable_homoglyphs import confusables
 
     candidates = "".join(chr(c) for low, high in _LOOKALIKE_BLOCKS for c in range(low, high))
@@ -135,8 +141,10 @@ def warm() -> None:
 
 
 def normalise(text: str) -> str:
-    """Compatibility forms folded (full-width, mathematical letters), lookalike letters mapped to
-    Latin, invisible characters dropped."""
+    """A text as the rules read it: lookalikes mapped to Latin, invisible characters dropped.
+
+    Compatibility forms (full-width, mathematical letters) are folded first.
+    """
     if text.isascii():
         return text
     return unicodedata.normalize("NFKC", ZERO_WIDTH.sub("", text)).translate(_lookalikes())
@@ -763,8 +771,11 @@ def _question_hits(text: str) -> Iterator[tuple[str, str]]:
 
 
 def check_question(question: str) -> QuestionVerdict:
-    """Whether a question tries to override the rules, extract the prompt or secrets, role-play the
-    model out of its rules, or smuggle any of that in an encoded or disguised form."""
+    """Whether a question attacks the rules, and how.
+
+    An attack tries to override the rules, extract the prompt or secrets, role-play the model out
+    of its rules, or smuggle any of that in an encoded or disguised form.
+    """
     kinds: dict[str, None] = {}
     matched: dict[str, None] = {}
     for extra, text in _variants(question):
@@ -791,9 +802,12 @@ _REQUEST = re.compile(r"\?\s*$|^\W*\w+\W+\w+\W+\w+")
 
 @dataclass(frozen=True)
 class ScreenedQuestion:
-    """A question once its attacking parts are dropped: ``request`` is what is left to answer (the
-    whole question when nothing attacks; None when nothing is left, or when the attack cannot be
-    told apart from the rest, so the whole question is refused)."""
+    """A question once its attacking parts are dropped.
+
+    ``request`` is what is left to answer: the whole question when nothing attacks; None when
+    nothing is left, or when the attack cannot be told apart from the rest, so the whole question
+    is refused.
+    """
 
     verdict: QuestionVerdict
     request: str | None
@@ -828,7 +842,7 @@ _TAG_NAMES = re.compile(r"</?\s*(?:context|passage|selection)-[0-9a-f]{6,}", _I)
 
 
 def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
+    return WORD_RUN.findall(text.lower())
 
 
 def _shared_run(answer: str, source: str, n: int) -> str | None:

@@ -12,6 +12,17 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from rag_common.text.lines import (
+    ANSWER_LINE,
+    FENCE,
+    HEADING_LINE,
+    LIST_MARKER,
+    QUESTION_LINE,
+    TABLE_ROW,
+    closes_fence,
+)
+from rag_common.text.sentences import ends_clause, ends_sentence, split_sentences
+from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 
 KIND_SENTENCE, KIND_ITEM, KIND_ROW, KIND_CODE = "sentence", "item", "row", "code"
@@ -32,10 +43,6 @@ _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ue000-\uf8ff\u200b-\u200f\u2
 # Any character the per-line clean-up of ``_clean_glyphs`` acts on: a bullet glyph, a tab, a control.
 _GLYPH_OR_CONTROL = re.compile(f"[{re.escape(_BULLET_GLYPHS)}\t]|{_CONTROL.pattern}")
 
-_LIST_MARKER = re.compile(r"^(?:[-*+]|\d{1,2}[.)]|[a-z][.)])\s+")
-_MD_HEADING = re.compile(r"^#{1,6}\s")
-_FENCE = re.compile(r"^(?:```|~~~)")
-_QUESTION_LINE = re.compile(r"^Q:\s*")
 # A line of code or configuration that lost its fence at ingest: a command, a "key: value" or
 # "key = value" setting with a machine-style key, an environment variable, a path, or a header
 # with a placeholder. Prose never looks like this (a capitalised "Base URL: ..." stays a sentence).
@@ -48,10 +55,6 @@ _CODE_LINE = re.compile(
     r"|^[~/.]{1,2}/[\w./-]+$"
     r"|^[A-Z][\w-]*:\s.*<[^>\s]+>"
 )
-_ANSWER_LINE = re.compile(r"^A:\s*")
-# "Header: value; Header: value" as the ingest parser serialises table rows.
-_CELL = r"[^:;\n]{1,60}:\s[^;\n]*"
-_TABLE_ROW = re.compile(rf"^{_CELL}(?:;\s{_CELL})+$")
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
@@ -62,13 +65,6 @@ _EMPHASIS = re.compile(r"(?<![\w*])[*_](\S(?:[^*_]*?\S)?)[*_](?![\w*])")
 _FAKE_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
 _ADDRESS = re.compile(r"\S+@\S+\.\w|https?://")
-_TERMINAL = re.compile(r"[.!?][\"'”’)\]]*$")
-_ENDS_CLAUSE = re.compile(r"[.!?:][\"'”’)\]]*$")
-_SENTENCE_BREAK = re.compile(r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])")
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs approx incl no nr fig mr mrs ms dr st inc ltd co corp dept est jan feb mar apr jun jul aug "
-    "sep sept oct nov dec mon tue wed thu fri sat sun".split()
-)
 # A line ending in one of these words was cut by the page width, not by the author.
 _CONTINUING = frozenset(
     "a an the and or but nor of to in on at by for with from into than that which who whose as is are was "
@@ -144,7 +140,7 @@ def mask_spans(text: str, ranges: Sequence[tuple[int, int]]) -> str:
         start, end = max(0, start), min(len(text), end)
         if start >= end:
             continue
-        if _TABLE_ROW.match(_line_around(text, start)) or _TABLE_ROW.match(_line_around(text, end - 1)):
+        if TABLE_ROW.match(_line_around(text, start)) or TABLE_ROW.match(_line_around(text, end - 1)):
             start = text.rfind("\n", 0, start) + 1
             end = len(text) if (stop := text.find("\n", end)) < 0 else stop
         text = f"{text[:start]}\n{_EXCLUDED}\n{text[end:]}"
@@ -196,7 +192,7 @@ def _units(text: str, passage_kind: str, code: bool = False) -> Iterator[tuple[s
             yield KIND_ROW, plain, heading, in_a_row <= 1
             in_a_row = 0
         elif kind == KIND_ITEM and len(plain) <= MAX_ITEM_CHARS:
-            if _ENDS_CLAUSE.search(plain) or ": " in plain or len(plain.split()) >= 5:
+            if ends_clause(plain) or ": " in plain or len(plain.split()) >= 5:
                 yield KIND_ITEM, plain, heading, in_a_row <= 1
                 in_a_row = 0
             else:
@@ -204,7 +200,7 @@ def _units(text: str, passage_kind: str, code: bool = False) -> Iterator[tuple[s
         elif _looks_like_heading(plain):
             headed(plain)
         else:
-            for sentence in _split_sentences(plain):
+            for sentence in split_sentences(plain):
                 if sentence.endswith(":"):
                     headed(sentence)
                 else:
@@ -221,7 +217,8 @@ def _logical_lines(text: str, passage_kind: str, code: bool = False) -> Iterator
     """
     lines = [line.strip() for line in text.split("\n")]
     wrap_width = max((len(line) for line in lines), default=0) * 0.75
-    buffer, buffer_kind, last_line, fenced = "", "", "", False
+    buffer, buffer_kind, last_line = "", "", ""
+    fence: str | None = None  # the open code block's fence
 
     def flush() -> Iterator[tuple[str, str]]:
         nonlocal buffer, buffer_kind, last_line
@@ -230,33 +227,35 @@ def _logical_lines(text: str, passage_kind: str, code: bool = False) -> Iterator
         buffer, buffer_kind, last_line = "", "", ""
 
     for line in lines:
-        if _FENCE.match(line):
+        if fence is None and (opener := FENCE.match(line)):
             yield from flush()
-            fenced = not fenced
-        elif fenced:
+            fence = opener.group(1)
+        elif fence is not None and closes_fence(line, fence):
+            fence = None
+        elif fence is not None:
             # Code is read as an answer only for the value a line holds (a port, a command).
             if code and line and len(line) <= MAX_CODE_CHARS and not line.startswith(("#", "//", "<!--")):
                 yield KIND_CODE, line
         elif not line:
             yield from flush()
-        elif _MD_HEADING.match(line):
+        elif HEADING_LINE.match(line):
             yield from flush()
             yield "heading", line.lstrip("#").strip()
-        elif code and len(line) <= MAX_CODE_CHARS and _CODE_LINE.match(line) and not _TERMINAL.search(line):
+        elif code and len(line) <= MAX_CODE_CHARS and _CODE_LINE.match(line) and not ends_sentence(line):
             yield from flush()
             yield KIND_CODE, line
-        elif _QUESTION_LINE.match(line):
+        elif QUESTION_LINE.match(line):
             yield from flush()
-            buffer, buffer_kind = _QUESTION_LINE.sub("", line), "question"
-        elif (passage_kind == "table" and ": " in line) or _TABLE_ROW.match(line):
+            buffer, buffer_kind = QUESTION_LINE.sub("", line), "question"
+        elif (passage_kind == "table" and ": " in line) or TABLE_ROW.match(line):
             yield from flush()
             yield KIND_ROW, line
-        elif _ANSWER_LINE.match(line):
+        elif ANSWER_LINE.match(line):
             yield from flush()
-            buffer, buffer_kind = _ANSWER_LINE.sub("", line), KIND_SENTENCE
-        elif _LIST_MARKER.match(line):
+            buffer, buffer_kind = ANSWER_LINE.sub("", line), KIND_SENTENCE
+        elif LIST_MARKER.match(line):
             yield from flush()
-            buffer, buffer_kind = _LIST_MARKER.sub("", line), KIND_ITEM
+            buffer, buffer_kind = LIST_MARKER.sub("", line), KIND_ITEM
         elif buffer and _wrapped(last_line, line, wrap_width):
             buffer = _rejoin(buffer, line)
         else:
@@ -275,7 +274,7 @@ def _wrapped(previous: str, line: str, wrap_width: float) -> bool:
     followed by a capitalised one is a heading over its text, not a wrap. The marker of an
     excluded span absorbs the unfinished sentence before it, so no half of it is quoted.
     """
-    if not previous or _ENDS_CLAUSE.search(previous):
+    if not previous or ends_clause(previous):
         return False
     if _EXCLUDED in line:
         return True
@@ -314,21 +313,7 @@ def _strip_markup(text: str) -> str:
 
 def _looks_like_heading(text: str) -> bool:
     """A short line without closing punctuation: a title, not a statement."""
-    return not _ENDS_CLAUSE.search(text) and len(text.split()) <= 10
-
-
-def _split_sentences(text: str) -> list[str]:
-    """Sentences of a paragraph; "e.g. Slack" and "99.9%" do not end one."""
-    sentences, start = [], 0
-    for match in _SENTENCE_BREAK.finditer(text):
-        before = text[start : match.start()].split()
-        word = before[-1].lower().rstrip(".") if before else ""
-        if match.group(1) == "." and (word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
-            continue
-        sentences.append(text[start : match.end()].strip())
-        start = match.end()
-    sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
+    return not ends_clause(text) and len(text.split()) <= 10
 
 
 def _readable(unit: str, kind: str, section: str) -> bool:
@@ -344,7 +329,7 @@ def _readable(unit: str, kind: str, section: str) -> bool:
         return False
     if not unit[0].isupper() and not unit[0].isdigit() and unit[0] not in "$\"'“(":
         return kind == KIND_ITEM and len(words) >= 4  # a sentence starting lowercase was cut
-    if _TERMINAL.search(unit) or unit.endswith(":"):
+    if ends_sentence(unit) or unit.endswith(":"):
         # "Email sales@orbitly.example." is whole: an address or a link carries the statement.
         return len(words) >= 3 or (len(words) == 2 and bool(_ADDRESS.search(unit)))
     if kind == KIND_ITEM:
@@ -358,13 +343,6 @@ def _readable(unit: str, kind: str, section: str) -> bool:
 def _title_like(words: Sequence[str]) -> bool:
     long_words = [w for w in words if len(w) > 3 and w[0].isalpha()]
     return bool(long_words) and sum(w[0].isupper() for w in long_words) >= 0.7 * len(long_words)
-
-
-_ALNUM = re.compile(r"[a-z0-9]+")
-
-
-def normal_words(text: str) -> str:
-    return " ".join(_ALNUM.findall(text.lower()))
 
 
 def _join(*parts: str) -> str:
@@ -384,6 +362,8 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def sentence_key(text: str) -> str:
-    """A short stable key of a unit's exact text: how a stored vector or score finds its unit again
-    (8 hex characters; the units of one passage are a few dozen, so keys do not collide)."""
+    """A short stable key of a unit's exact text: how a stored vector or score finds its unit again.
+
+    Eight hex characters: the units of one passage are a few dozen, so keys do not collide.
+    """
     return hashlib.blake2b(text.encode("utf-8"), digest_size=4).hexdigest()
