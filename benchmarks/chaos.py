@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 
 from rag_common.wire import subjects
+from rag_common.wire.messages import Flag
 from rag_devrun.natsserver import LocalNatsServer, NatsCluster
 from rag_devrun.processes import PROCESSES, Cluster, free_port
 
@@ -103,7 +104,7 @@ async def ask_until_answered(client: httpx.AsyncClient, tally: Tally, i: int, bu
                         {
                             "facility": i,
                             "answer": body.get("answer", "")[:200],
-                            "refused": (body.get("flag_details") or {}).get("refused"),
+                            "refused": (body.get("flag_details") or {}).get(Flag.REFUSED),
                             "passages": [p[:120] for p in passages],
                             "at_s": round(time.monotonic() - tally.started, 1),
                         }

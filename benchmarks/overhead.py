@@ -41,13 +41,13 @@ from rag_common.wire.messages import (
     QueryRouted,
     new_id,
 )
-from rag_evaluator.app import assess
-from rag_generator.app import Generator
+from rag_evaluator.checks import assess
+from rag_generator.drafting import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings
-from rag_router.app import decide
+from rag_router.routing import decide
 from rag_router.settings import RouterSettings
 from rag_scorecard.stats import median, paired_differences, summarize
 
@@ -294,13 +294,11 @@ async def measure_overhead(
         for stage_times in pipeline.stage_ms.values():
             stage_times.clear()
         deadline = time.monotonic() + max_seconds
-        turn = 0
-        for question in [q for _ in range(repeats) for q in questions]:
+        for turn, question in enumerate([q for _ in range(repeats) for q in questions]):
             if time.monotonic() > deadline:
                 run.stopped_by = "time"
                 break
             order = PATHS[turn % 3 :] + PATHS[: turn % 3]
-            turn += 1
             answers: dict[str, str] = {}
             for path in order:
                 ms, cpu_ms, answers[path] = await _timed(paths[path], question)

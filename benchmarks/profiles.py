@@ -57,7 +57,7 @@ from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
 from rag_devrun.stack import Stack
 from rag_gateway.answers import AnswerHub
-from rag_generator.app import Generator
+from rag_generator.drafting import Generator
 from rag_generator.scoring import embedding_scorer
 from rag_generator.settings import GeneratorSettings
 from rag_ingest.pipeline import chunk_payload, embedding_texts, index_document, index_version, make_chunks

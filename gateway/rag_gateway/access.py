@@ -20,14 +20,15 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rag_gateway.auth import ADMIN, LOCAL, Principal, Right, hash_key, key_id_of, key_matches
-from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.audit import AuditLog
+from rag_gateway.auth import ADMIN, LOCAL, KeyRecord, Principal, Right, hash_key, key_id_of, key_matches
+from rag_gateway.deps import Gateway, GatewayDep, ResourcesIfOpen, opened
 from rag_gateway.errors import ApiError, error_response
 
 _bearer = HTTPBearer(auto_error=False, description="an API key as a bearer token")
@@ -36,12 +37,28 @@ REALM = 'Bearer realm="rag"'
 log = logging.getLogger("rag.gateway")
 
 
+class KeyLookup(Protocol):
+    """Where keys are found (``KeyStore``; an in-memory one in tests)."""
+
+    async def get(self, key_id: str) -> KeyRecord | None: ...
+
+
+class Admission(Protocol):
+    """What admitting a caller reads of the gateway's open stores (``Resources``)."""
+
+    @property
+    def keys(self) -> KeyLookup: ...
+
+    @property
+    def audit(self) -> AuditLog: ...
+
+
 def _unauthorized(message: str, error: str | None = None) -> ApiError:
     challenge = f'{REALM}, error="{error}"' if error else REALM
     return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
 
 
-async def identify(gateway: Gateway, presented: str) -> Principal | None:
+async def identify(gateway: Gateway, keys: KeyLookup, presented: str) -> Principal | None:
     """The principal a presented key stands for, or None for a key we do not know."""
     settings = gateway.settings
     if settings.admin_key is not None and hmac.compare_digest(
@@ -49,9 +66,9 @@ async def identify(gateway: Gateway, presented: str) -> Principal | None:
     ):
         return ADMIN
     key_id = key_id_of(presented)
-    if key_id is None or gateway.keys is None:
+    if key_id is None:
         return None
-    record = await gateway.keys.get(key_id)
+    record = await keys.get(key_id)
     if record is None or not key_matches(presented, record.key_hash):
         return None
     return Principal.for_key(record, settings.rate_limit_per_min)
@@ -65,25 +82,27 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key", "").strip() or None
 
 
-async def admit(gateway: Gateway, presented: str | None, request: Request | None = None) -> Principal:
-    """The caller behind a key, its rate-limit token spent: or 401, 429 (503 before start-up).
-    A 401 or 429 is recorded in the audit log (with ``request``'s id and path)."""
+async def admit(
+    gateway: Gateway, resources: Admission | None, presented: str | None, request: Request | None = None
+) -> Principal:
+    """The caller behind a key, its rate-limit token spent: or 401, 429 (503 before start-up, when
+    ``resources`` is None). A 401 or 429 is recorded in the audit log (with ``request``'s id and path)."""
     try:
-        return await _admit(gateway, presented)
+        return await _admit(gateway, resources, presented)
     except ApiError as exc:
-        if exc.status in (401, 429) and gateway.audit is not None:
+        if exc.status in (401, 429) and resources is not None:
             principal = exc.principal if isinstance(exc.principal, Principal) else None
-            await gateway.audit.refused(request, principal, exc.status, exc.message)
+            await resources.audit.refused(request, principal, exc.status, exc.message)
         raise
 
 
-async def _admit(gateway: Gateway, presented: str | None) -> Principal:
+async def _admit(gateway: Gateway, resources: Admission | None, presented: str | None) -> Principal:
     if not presented:
         raise _unauthorized("an API key is required: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'")
-    if gateway.keys is None:
+    if resources is None:
         raise ApiError(503, "unavailable", "the key store is not ready yet")
     try:
-        principal = await identify(gateway, presented)
+        principal = await identify(gateway, resources.keys, presented)
     except Exception as exc:  # NATS unreachable: say so, never a 500 with internals
         log.warning("could not look up an API key: %s: %s", type(exc).__name__, exc)
         raise ApiError(503, "unavailable", "the key store cannot be reached; retry shortly") from None
@@ -105,6 +124,7 @@ async def _admit(gateway: Gateway, presented: str | None) -> Principal:
 async def authenticate(
     request: Request,
     gateway: GatewayDep,
+    resources: ResourcesIfOpen,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     api_key: Annotated[str | None, Depends(_api_key_header)],
 ) -> Principal:
@@ -117,7 +137,7 @@ async def authenticate(
     admitted = getattr(request.state, "principal", None)  # by AuthenticateBeforeBody
     if isinstance(admitted, Principal):
         return admitted
-    principal = await admit(gateway, presented_key(request.headers), request)
+    principal = await admit(gateway, resources, presented_key(request.headers), request)
     request.state.principal = principal
     return principal
 
@@ -144,7 +164,8 @@ class AuthenticateBeforeBody:
         ):
             request = Request(scope)
             try:
-                request.state.principal = await admit(self.gateway, presented_key(request.headers), request)
+                presented = presented_key(request.headers)
+                request.state.principal = await admit(self.gateway, opened(request), presented, request)
             except ApiError as exc:
                 response = error_response(request, exc.status, exc.code, exc.message)
                 response.headers.update(exc.headers or {})
@@ -173,23 +194,18 @@ AdminPrincipal = Annotated[Principal, Depends(require_admin)]
 
 async def record_forbidden(request: Request, exc: ApiError) -> None:
     """The audit log's line for a 403 (the error handler calls this for every one)."""
-    gateway: Gateway = request.app.state.gateway
-    if gateway.audit is not None:
+    resources = opened(request)
+    if resources is not None:
         principal = getattr(request.state, "principal", None)
-        await gateway.audit.refused(request, principal if isinstance(principal, Principal) else None, 403, exc.message)
+        await resources.audit.refused(
+            request, principal if isinstance(principal, Principal) else None, 403, exc.message
+        )
 
 
 async def refused_as_not_found(
-    gateway: Gateway, request: Request, principal: Principal, target: str, collection: str
+    audit: AuditLog, request: Request, principal: Principal, target: str, collection: str
 ) -> None:
     """Record a request answered 404 because the thing is not the caller's: the caller cannot
     tell it from a missing one, the audit log can."""
-    if gateway.audit is not None:
-        reason = f"no read right on collection {collection!r}: answered as not found"
-        await gateway.audit.refused(request, principal, 404, reason, collection=collection, target=target)
-
-
-async def readable_collections(gateway: Gateway, principal: Principal) -> list[str]:
-    """Collections this caller may read: those holding documents, plus those its key names."""
-    existing = await gateway.status.collection_names() if gateway.status else set()
-    return principal.visible_collections(existing)
+    reason = f"no read right on collection {collection!r}: answered as not found"
+    await audit.refused(request, principal, 404, reason, collection=collection, target=target)

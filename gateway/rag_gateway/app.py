@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TypedDict
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -16,11 +17,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_common.config.texts import check_collections_file
-from rag_common.store.answer_cache import AnswerCache, open_answer_cache_bucket
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore
-from rag_common.store.buckets import open_assessments_bucket, open_buckets, open_document_index, open_sessions_bucket
-from rag_common.store.documents import StatusStore
-from rag_common.store.profiles import ProfileBook, open_profiles_bucket
+from rag_common.store.assessments import AssessmentMetrics
 from rag_common.transport.broker import make_broker
 from rag_common.transport.recovery import layout_of
 from rag_common.transport.streams import prepare_jetstream
@@ -30,14 +27,12 @@ from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
 from rag_gateway.answers import AnswerHub
 from rag_gateway.api import assessments, audit, collections, documents, health, keys, openai, query, sessions
 from rag_gateway.api.web import install_web
-from rag_gateway.audit import AuditLog, ensure_audit_stream
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
 from rag_gateway.headers import DOCS_ASSETS, install_browser_protection
 from rag_gateway.jsstats import JetStreamStats
-from rag_gateway.keystore import open_key_store
 from rag_gateway.openapi import install_openapi
-from rag_gateway.sessions import SessionStore
+from rag_gateway.resources import Resources, open_resources
 from rag_gateway.settings import GatewaySettings
 
 log = logging.getLogger("rag.gateway")
@@ -98,7 +93,7 @@ def log_auth_state(settings: GatewaySettings) -> None:
         )
 
 
-async def monitor(gateway: Gateway, stats: JetStreamStats) -> None:
+async def monitor(gateway: Gateway, resources: Resources, stats: JetStreamStats) -> None:
     """Every ``stats_interval_s``: readiness, which services answer and JetStream backlog, into /metrics.
 
     Keeps ``rag_gateway_ready``, ``rag_service_up`` and the ``rag_consumer_*`` gauges current even
@@ -108,7 +103,7 @@ async def monitor(gateway: Gateway, stats: JetStreamStats) -> None:
     js = gateway.broker.connection.jetstream()
     while True:
         try:
-            await health.readiness(gateway)
+            await health.readiness(gateway, resources)
             await asyncio.wait_for(stats.poll(js), max(interval, 1.0))
             stats.up.set(1)
         except Exception as exc:
@@ -117,12 +112,24 @@ async def monitor(gateway: Gateway, stats: JetStreamStats) -> None:
         await asyncio.sleep(interval)
 
 
+class LifespanState(TypedDict):
+    """What the lifespan hands every request (``request.state``): the stores it opened."""
+
+    resources: Resources
+
+
 def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = None) -> FastAPI:
     telemetry = telemetry or setup_telemetry("gateway", settings=settings)
     hub = AnswerHub()
     broker = build_broker(settings, telemetry, hub)
-    gateway = Gateway(settings=settings, broker=broker, hub=hub, telemetry=telemetry, metrics=GatewayMetrics(telemetry))
-    gateway.assessment_metrics = AssessmentMetrics(telemetry.registry)
+    gateway = Gateway(
+        settings=settings,
+        broker=broker,
+        hub=hub,
+        telemetry=telemetry,
+        metrics=GatewayMetrics(telemetry),
+        assessment_metrics=AssessmentMetrics(telemetry.registry),
+    )
     stats = JetStreamStats(telemetry.registry)
 
     layout = layout_of(broker)
@@ -134,28 +141,15 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
         layout.add_restore_hook(resubmit)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[LifespanState]:
         check_collections_file(settings.collections_file)  # profiles are served from it
         await prepare_jetstream(broker, settings)
-        objects, kv = await open_buckets(broker, settings)
-        index = await open_document_index(broker, settings, invalidations=gateway.metrics.cache_invalidations)
-        gateway.objects, gateway.status = objects, StatusStore(kv, index)
-        if settings.answer_cache:
-            cache_kv = await open_answer_cache_bucket(broker, settings, settings)
-            gateway.answer_cache = AnswerCache(cache_kv, settings, index)
-        sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
-        gateway.sessions = SessionStore(sessions_kv, max_turns=settings.session_max_turns)
-        gateway.keys = await open_key_store(broker, settings)
-        gateway.assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
-        js = broker.connection.jetstream()
-        await ensure_audit_stream(js, settings)
-        gateway.audit = AuditLog(js, settings)
-        gateway.profiles = ProfileBook(settings.collections_file, await open_profiles_bucket(broker, settings))
+        resources = await open_resources(broker, settings, gateway.metrics.cache_invalidations)
         log_auth_state(settings)
         await broker.start()
-        watcher = asyncio.create_task(monitor(gateway, stats))
+        watcher = asyncio.create_task(monitor(gateway, resources, stats))
         try:
-            yield
+            yield {"resources": resources}
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,26 +1,23 @@
-"""The gateway's shared state and its typed FastAPI dependency."""
+"""The gateway's shared state and the typed FastAPI dependencies that read it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args
+from typing import Annotated, get_args
 
 from fastapi import Depends, Request
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
-from rag_common.store.answer_cache import AnswerCache, hit_counter, invalidation_counter
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore
-from rag_common.store.documents import StatusStore
-from rag_common.store.profiles import ProfileBook
+from rag_common.store.answer_cache import hit_counter, invalidation_counter
+from rag_common.store.assessments import AssessmentMetrics
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages.query import Tier
 from rag_gateway.answers import AnswerHub
-from rag_gateway.audit import AuditLog
-from rag_gateway.keystore import KeyStore
+from rag_gateway.errors import ApiError
 from rag_gateway.ratelimit import RateLimiter
-from rag_gateway.sessions import SessionStore
+from rag_gateway.resources import Resources
 from rag_gateway.settings import GatewaySettings
 
 UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")
@@ -83,20 +80,15 @@ class GatewayMetrics:
 
 @dataclass
 class Gateway:
+    """What the gateway holds from ``create_app`` on, before it connects: the middlewares and the
+    answer subscription need it then. What needs NATS is in ``Resources``, made in the lifespan."""
+
     settings: GatewaySettings
     broker: NatsBroker
     hub: AnswerHub
     telemetry: ServiceTelemetry
     metrics: GatewayMetrics
-    status: StatusStore | None = None
-    sessions: SessionStore | None = None
-    objects: Any = None
-    keys: KeyStore | None = None
-    assessments: AssessmentStore | None = None
-    assessment_metrics: AssessmentMetrics | None = None
-    profiles: ProfileBook | None = None
-    audit: AuditLog | None = None  # set once the stream is declared
-    answer_cache: AnswerCache | None = None  # with RAG_ANSWER_CACHE on: a repeated question served at once
+    assessment_metrics: AssessmentMetrics
     limiter: RateLimiter = field(default_factory=RateLimiter)
 
 
@@ -108,3 +100,29 @@ async def get_gateway(request: Request) -> Gateway:
 
 
 GatewayDep = Annotated[Gateway, Depends(get_gateway)]
+
+
+def opened(request: Request) -> Resources | None:
+    """The stores the lifespan opened (its state, which the server copies into every request);
+    None in an app served without its lifespan."""
+    resources: Resources | None = getattr(request.state, "resources", None)
+    return resources
+
+
+async def get_resources(request: Request) -> Resources:
+    """The gateway's open stores, or 503: a served gateway always has them (the server runs the
+    lifespan before the first request), an app served without its lifespan never does."""
+    resources = opened(request)
+    if resources is None:
+        raise ApiError(503, "unavailable", "storage is not open yet: the gateway has not started")
+    return resources
+
+
+async def get_resources_if_open(request: Request) -> Resources | None:
+    """For what answers without storage too: readiness (which reports it) and authentication
+    with ``RAG_GATEWAY_AUTH=off``."""
+    return opened(request)
+
+
+ResourcesDep = Annotated[Resources, Depends(get_resources)]
+ResourcesIfOpen = Annotated[Resources | None, Depends(get_resources_if_open)]

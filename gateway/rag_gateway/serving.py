@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rag_gateway.settings import GatewaySettings
@@ -113,7 +115,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _closing(self) -> bool:
         return self._conn is None or self._conn.is_closing()
 
-    def _arm(self, delay: float, callback: Any) -> None:
+    def _arm(self, delay: float, callback: Callable[[], None]) -> None:
         self._cancel()
         self._timer = asyncio.get_running_loop().call_later(delay, callback)
 
@@ -147,7 +149,7 @@ def bounded_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
     return type("GatewayHttpProtocol", (BoundedHttpToolsProtocol,), {"limits": limits})
 
 
-def uvicorn_config(app: Any, settings: GatewaySettings, *, host: str, port: int, log_level: str) -> uvicorn.Config:
+def uvicorn_config(app: ASGIApp, settings: GatewaySettings, *, host: str, port: int, log_level: str) -> uvicorn.Config:
     """The uvicorn configuration every way of serving the gateway uses."""
     return uvicorn.Config(
         app,

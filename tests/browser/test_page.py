@@ -38,12 +38,14 @@ async def test_page_loads_with_collections_and_documents(page: Page, system: Sys
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
     response = await page.goto(f"{system.base_url}/")
-    assert response is not None and response.status == 200
+    assert response is not None
+    assert response.status == 200
     await expect(page.locator("#assistant-name")).to_have_text("Document assistant")  # no profile: the default
     await expect(page.get_by_label("Collection", exact=True)).to_have_value("default")
     await expect(page.locator("#documents li", has_text="pricing.md")).to_be_visible()
     await expect(page.locator("#documents li", has_text="pricing.md")).to_contain_text("indexed")
-    assert requested and all(url.startswith(system.base_url) for url in requested), requested  # nothing from outside
+    assert requested, requested
+    assert all(url.startswith(system.base_url) for url in requested), requested  # nothing from outside
 
 
 async def test_streamed_answer_with_sources_and_route(page: Page, system: System) -> None:
@@ -187,7 +189,8 @@ async def test_api_key_is_sent_as_a_bearer_token(page: Page, system: System) -> 
     await page.get_by_label("API key").press("Tab")
     await ask(page, "What is the API rate limit per token?")
     await expect(page.locator(".turn").last.locator("button.citation").first).to_be_visible()
-    assert len(sent) >= 2 and all(header == "Bearer test-key-123" for header in sent), sent
+    assert len(sent) >= 2, sent
+    assert all(header == "Bearer test-key-123" for header in sent), sent
 
 
 NO_HORIZONTAL_SCROLL = "document.documentElement.scrollWidth <= window.innerWidth"
@@ -199,7 +202,9 @@ async def assert_fits(page: Page) -> None:
     widths = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
     assert await page.evaluate(NO_HORIZONTAL_SCROLL), widths
     files, aside = await page.locator("#files").bounding_box(), await page.locator("aside").bounding_box()
-    assert files and aside and files["x"] + files["width"] <= aside["x"] + aside["width"] + 0.5, (files, aside)
+    assert files, (files, aside)
+    assert aside, (files, aside)
+    assert files["x"] + files["width"] <= aside["x"] + aside["width"] + 0.5, (files, aside)
 
 
 @pytest.mark.parametrize("width", [390, 1280])
@@ -218,7 +223,9 @@ async def test_answer_sources_and_raised_flags_fit_the_width(
     await assert_fits(page)
 
     answer, sources = await turn.locator(".answer").bounding_box(), await turn.locator(".sources").bounding_box()
-    assert answer and sources and answer["y"] + answer["height"] <= sources["y"], (answer, sources)
+    assert answer, (answer, sources)
+    assert sources, (answer, sources)
+    assert answer["y"] + answer["height"] <= sources["y"], (answer, sources)
     numbers = await turn.locator(".sources button.citation").all_inner_texts()
     assert [text.split("]")[0] for text in numbers] == [f"[{n}" for n in range(1, len(numbers) + 1)], numbers
 

@@ -56,7 +56,9 @@ async def test_widget_opens_and_answers_across_origins(
     await expect(citation.locator("summary")).to_contain_text("Rate limits")
     await citation.locator("summary").click()
     await expect(citation.locator("p")).to_contain_text("600 requests per minute")
-    assert sent and sent[0]["collection"] == "default" and str(sent[0]["session_id"]).startswith("widget-")
+    assert sent
+    assert sent[0]["collection"] == "default"
+    assert str(sent[0]["session_id"]).startswith("widget-")
     await save_screenshot(page, "widget.png", artifacts)
     await page.keyboard.press("Escape")
     await expect(panel).to_be_hidden()
@@ -94,9 +96,11 @@ async def test_cors_allows_only_the_listed_origin(system: System, other_origin: 
         ok = await http.options("/v1/query/stream", headers={"Origin": allowed, **preflight})
         denied = await http.options("/v1/query/stream", headers={"Origin": "http://evil.example", **preflight})
         script = await http.get("/widget.js")
-    assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == allowed
+    assert ok.status_code == 200
+    assert ok.headers["access-control-allow-origin"] == allowed
     assert "access-control-allow-origin" not in denied.headers
-    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert script.status_code == 200
+    assert script.headers["content-type"].startswith("text/javascript")
     assert 'customElements.define("rag-chat"' in script.text
 
 

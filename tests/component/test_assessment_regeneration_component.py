@@ -94,10 +94,11 @@ async def test_a_question_whose_section_has_nothing_to_ask_is_written_again_from
         )
         for n, c in enumerate(own, start=1)
     ]
-    assert passages and write_question(spec, passages, {}, seed=1) is None  # nothing there to ask
+    assert passages
+    assert write_question(spec, passages, {}, seed=1) is None
     first = AssessmentItem(spec=spec, passages=passages)
 
-    broker = build_retriever(settings, setup_telemetry("retriever"), {"retriever": retriever})
+    broker, _ = build_retriever(settings, setup_telemetry("retriever"), retriever)
     again: list[AssessmentRetrieved] = []
 
     @broker.subscriber(subjects.ASSESSMENT_RETRIEVED, stream=ASSESSMENT_JSTREAM, durable="probe", pull_sub=True)
@@ -112,7 +113,8 @@ async def test_a_question_whose_section_has_nothing_to_ask_is_written_again_from
     [message] = again
     assert message.round == 2
     [item] = message.items
-    assert item.spec.topic.endswith("Quotas") and item.spec.kind == "short"
+    assert item.spec.topic.endswith("Quotas")
+    assert item.spec.kind == "short"
     assert item.passages[0].section == "Quotas"  # the chunks used before rank after the unused ones
     question = write_question(item.spec, item.passages, {}, seed=1)
     assert question is not None
@@ -123,7 +125,7 @@ async def test_a_question_whose_section_has_nothing_to_ask_is_written_again_from
 async def test_the_evaluator_sends_a_failed_question_back_to_the_retriever_for_other_passages(
     mode: BrokerMode,
 ) -> None:
-    broker = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
+    broker, _ = build_evaluator(EvaluatorSettings(metrics_port=0, **mode.settings), setup_telemetry("evaluator"))
     back: list[AssessmentRejected] = []
 
     @broker.subscriber(subjects.ASSESSMENT_REJECTED, stream=ASSESSMENT_JSTREAM, durable="probe", pull_sub=True)

@@ -36,5 +36,6 @@ async def test_deltas_and_the_final_answer_reach_the_waiting_request_in_order(mo
         events = [await asyncio.wait_for(pending.queue.get(), timeout=10) for _ in range(3)]
     assert [type(e) for e in events] == [AnswerDelta, AnswerDelta, QueryAnswered]
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "Pro costs $12 [1]"
-    assert isinstance(events[-1], QueryAnswered) and events[-1].draft.answer == "Pro costs $12 [1]"
+    assert isinstance(events[-1], QueryAnswered)
+    assert events[-1].draft.answer == "Pro costs $12 [1]"
     assert other.queue.empty()

@@ -15,7 +15,8 @@ from rag_common.store.factory import configured_store
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import DeleteRequested, DocumentStatus, IngestRequested
-from rag_ingest.app import Ingestor, build_broker
+from rag_ingest.app import build_broker
+from rag_ingest.handlers import Ingestor
 from rag_ingest.settings import IngestSettings
 from tests.support.buckets import MemoryKeyValue, MemoryObjectStore
 from tests.support.components import BrokerMode
@@ -105,7 +106,8 @@ async def test_a_document_is_indexed_then_unchanged_then_failed_keeping_its_inde
 
         await upload(ingestor, br, b"", "r3")  # bytes that make no document
         failed = await final_status(ingestor.status, document_id)
-        assert failed.status == "failed" and failed.error
+        assert failed.status == "failed"
+        assert failed.error
     state = ingestor.store.document_state(COLLECTION, document_id)
     assert state.chunks == indexed.chunks  # the failed version left the indexed one searchable
 
@@ -142,7 +144,7 @@ async def test_a_delete_removes_chunks_record_and_bytes_but_spares_a_newer_uploa
         )
         await eventually(record, lambda r: r is None, timeout_s=30, what="the deleted document's record gone")
         name = object_name(COLLECTION, document_id, content_hash(changed))
-        with pytest.raises(Exception):  # noqa: B017  (the object store's "not found" differs in memory and on NATS)
+        with pytest.raises(Exception):  # noqa: B017, PT011  (the object store's "not found" differs in memory and on NATS)
             await ingestor.objects.get(name)
     assert ingestor.store.document_state(COLLECTION, document_id).chunks == 0
 
@@ -180,7 +182,8 @@ async def test_a_read_of_the_uploaded_bytes_that_never_ends_is_retried_and_the_d
         ingestor.objects = stalling
         document_id = await upload(ingestor, br, CONTENT, "r1")
         indexed = await final_status(ingestor.status, document_id)
-    assert indexed.status == "indexed" and indexed.chunks >= 1
+    assert indexed.status == "indexed"
+    assert indexed.chunks >= 1
     assert stalling.reads == 2  # the stalled read gave up, the message came back, the second read worked
 
 

@@ -44,7 +44,7 @@ async def test_a_question_gets_the_passages_of_the_document_that_answers_it(
         )  # fmt: skip
         await asyncio.to_thread(index_document, request, data, embedder, store, ingest)
     settings = RetrieverSettings(metrics_port=0, model_dir=model_dir, qdrant_path=tmp_path / "qdrant", **mode.settings)
-    broker = build_broker(settings, setup_telemetry("retriever"), {"retriever": Retriever(settings, embedder, store)})
+    broker, _ = build_broker(settings, setup_telemetry("retriever"), Retriever(settings, embedder, store))
     retrieved: list[QueryRetrieved] = []
 
     @broker.subscriber(subjects.QUERY_RETRIEVED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
@@ -63,6 +63,7 @@ async def test_a_question_gets_the_passages_of_the_document_that_answers_it(
     [result] = retrieved
     found = result.retrieval
     assert not found.refused, found.refusal_reason
-    assert found.passages[0].source == "walrus.md" and "4471" in found.passages[0].text
+    assert found.passages[0].source == "walrus.md"
+    assert "4471" in found.passages[0].text
     assert [p.n for p in found.passages] == list(range(1, len(found.passages) + 1))
     assert "retriever" in result.timings_ms

@@ -22,7 +22,7 @@ def requested(question: str) -> QueryRequested:
 
 
 async def test_scored_question_goes_to_retrieval_with_its_route(mode: BrokerMode) -> None:
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), setup_telemetry("router"))
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), setup_telemetry("router"))
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
@@ -54,7 +54,7 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
     question: str, kinds: set[str], mode: BrokerMode
 ) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     drafted: list[QueryDrafted] = []
     routed: list[QueryRouted] = []
 
@@ -72,7 +72,9 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
     assert routed == []  # nothing goes to retrieval
     [answer] = drafted
     assert answer.draft.answer == DEFAULT_BLOCKED
-    assert answer.draft.refused and answer.retrieval.passages == [] and answer.citations == []
+    assert answer.draft.refused
+    assert answer.retrieval.passages == []
+    assert answer.citations == []
     assert answer.route.tier == "blocked"
     assert set(answer.route.signals) == kinds
     assert answer.suspicions == [f"question: {', '.join(answer.route.signals)}"]
@@ -83,7 +85,7 @@ async def test_injection_attempt_is_refused_without_retrieval_and_counted(
 
 async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe", pull_sub=True)
@@ -95,7 +97,8 @@ async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
             requested("How do I create an API key?"), subjects.QUERY_REQUESTED, stream=subjects.QUERY_STREAM
         )
         await capture.wait_call(timeout=5)
-    assert routed[0].route.tier == "fast" and routed[0].suspicions == []
+    assert routed[0].route.tier == "fast"
+    assert routed[0].suspicions == []
     assert all(
         telemetry.registry.get_sample_value("rag_injection_blocked_total", {"kind": kind}) == 0.0
         for kind in QUESTION_KINDS
@@ -104,7 +107,7 @@ async def test_ordinary_question_counts_no_injection(mode: BrokerMode) -> None:
 
 async def test_a_mixed_question_is_routed_without_its_attack_and_the_attack_counted(mode: BrokerMode) -> None:
     telemetry = setup_telemetry("router")
-    broker = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
+    broker, _ = build_broker(RouterSettings(metrics_port=0, **mode.settings), telemetry)
     routed: list[QueryRouted] = []
 
     @broker.subscriber(subjects.QUERY_ROUTED, stream=QUERY_JSTREAM, durable="probe-mixed", pull_sub=True)

@@ -170,7 +170,8 @@ def test_a_collection_created_before_the_second_vector_existed_still_answers(
     create_old_collection(store, "old")
     caplog.set_level(logging.WARNING)
     index(store, embedder, second, collection="old")  # the setting on: indexed without the second vector
-    assert store.count("old") == len(DOCS) and not store.has_second_dense("old")
+    assert store.count("old") == len(DOCS)
+    assert not store.has_second_dense("old")
     assert sum("was created without a vector for the second dense model" in r.message for r in caplog.records) == 1
     retriever = Retriever(retriever_settings(second_dense=True), embedder, store, second)
     plain = Retriever(retriever_settings(), embedder, store)
@@ -178,7 +179,8 @@ def test_a_collection_created_before_the_second_vector_existed_still_answers(
         assert ask(retriever, question, "old")[0] == source
         assert ask(retriever, question, "old") == ask(plain, question, "old")  # MiniLM and BM25 as before
     logged = [r.message for r in caplog.records if "has no vector for the second dense model" in r.message]
-    assert len(logged) == 1 and "old" in logged[0]  # once per collection, not per question
+    assert len(logged) == 1
+    assert "old" in logged[0]
 
 
 def test_weight_zero_gives_todays_passages_and_the_weight_counts(
@@ -187,7 +189,8 @@ def test_weight_zero_gives_todays_passages_and_the_weight_counts(
     index(store, embedder, second)
     today = Retriever(retriever_settings(), embedder, store)
     zero = Retriever(retriever_settings(second_dense=True, second_dense_weight=0), embedder, store, second)
-    assert zero.second is None and not zero.uses_second("docs")
+    assert zero.second is None
+    assert not zero.uses_second("docs")
     questions = [*QUESTIONS, "robot", "fish and pool cleaning", "first day"]
     for question in questions:
         assert ask(zero, question) == ask(today, question)
@@ -210,7 +213,8 @@ async def test_the_ingest_service_stores_both_vectors_when_the_setting_is_on(
         await attach_buckets(ingestor, br, mode)
         document_id = await upload(ingestor, br, CONTENT, "r1")
         indexed = await final_status(ingestor.status, document_id)
-        assert indexed.status == "indexed" and indexed.chunks >= 1
+        assert indexed.status == "indexed"
+        assert indexed.chunks >= 1
     assert second_side_finds(ingestor.store, ingestor.second, "watering", COLLECTION) == indexed.chunks
     retriever = Retriever(
         retriever_settings(second_dense=True, second_model_dir=second_dir), ingestor.embedder, ingestor.store

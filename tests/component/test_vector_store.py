@@ -96,7 +96,7 @@ def test_a_missing_collection_reads_as_empty(store: Store) -> None:
     assert (state.version, state.request_id, state.chunks) == (None, None, 0)
     assert not store.version_state("docs", "setup.md", "v1").complete
     store.delete_document("docs", "setup.md")  # nothing to delete, no error
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not found"):
         store.count("docs")
 
 
@@ -148,7 +148,8 @@ def test_hybrid_search_finds_the_passage_and_honours_filters(store: Store, embed
     # Similarity is the dense cosine to the question; the vector comes back for diversity.
     dense, sparse = embedder.embed_query("otter pool cleaning")
     hits = store.hybrid_search("docs", dense, sparse, limit=2, prefetch_limit=10, rrf_k=60)
-    assert hits[0].dense is not None and len(hits[0].dense) == len(dense)
+    assert hits[0].dense is not None
+    assert len(hits[0].dense) == len(dense)
     assert hits[0].similarity == pytest.approx(sum(a * b for a, b in zip(dense, hits[0].dense, strict=True)))
     assert hits[0].similarity == pytest.approx(store.best_similarities("docs", [dense])[0], abs=1e-4)
 
@@ -158,7 +159,8 @@ def test_rrf_weights_move_the_ranking_toward_one_side(store: Store, embedder: Em
     question = "refund card"
     dense_only = search(store, embedder, question, weights=(1.0, 0.0))
     bm25_only = search(store, embedder, question, weights=(0.0, 1.0))
-    assert dense_only[0][0] == "pricing.md" and bm25_only[0][0] == "pricing.md"
+    assert dense_only[0][0] == "pricing.md"
+    assert bm25_only[0][0] == "pricing.md"
     plain = search(store, embedder, question)
     assert set(plain) <= set(dense_only) | set(bm25_only) | set(plain)
 
@@ -195,7 +197,8 @@ def test_fetch_chunks_and_best_similarities(store: Store, embedder: Embedder) ->
     assert store.fetch_chunks("docs", []) == {}
     own = records(embedder, "otters.md")[0].dense
     best = store.best_similarities("docs", [own, [-x for x in own]])
-    assert best[0] == pytest.approx(1.0, abs=1e-3) and best[1] < 0.5
+    assert best[0] == pytest.approx(1.0, abs=1e-3)
+    assert best[1] < 0.5
 
 
 def ranked(hits: list[Hit]) -> list[tuple[float, float, str]]:
@@ -251,10 +254,12 @@ def test_open_store_gives_the_chosen_backend_once_per_folder(tmp_path: Path) -> 
     edge = open_store(None, tmp_path / "q")  # the default
     local = open_store(None, tmp_path / "q", backend="local")
     try:
-        assert isinstance(edge, EdgeStore) and isinstance(local, VectorStore)
+        assert isinstance(edge, EdgeStore)
+        assert isinstance(local, VectorStore)
         assert open_store(None, tmp_path / "q", backend="edge") is edge
         edge.ensure_collection("docs")
-        assert edge.collection_exists("docs") and not local.collection_exists("docs")
+        assert edge.collection_exists("docs")
+        assert not local.collection_exists("docs")
     finally:
         edge.close()
         local.close()

@@ -59,8 +59,10 @@ def test_every_alert_has_a_description_and_a_runbook_section() -> None:
     assert len(alerts()) >= 12
     for alert in alerts():
         name, notes = alert["alert"], alert.get("annotations", {})
-        assert notes.get("summary") and len(notes.get("description", "")) > 30, f"{name} has no description"
+        assert notes.get("summary"), f"{name} has no description"
+        assert len(notes.get("description", "")) > 30, f"{name} has no description"
         assert notes.get("runbook_url") == f"docs/OPERATIONS.md#{name.lower()}", name
         section = runbooks.get(name.lower())
         assert section is not None, f"docs/OPERATIONS.md has no section {name}"
-        assert "**Look at:**" in section and "**Do:**" in section, f"{name}: what to look at and what to do"
+        assert "**Look at:**" in section, f"{name}: what to look at and what to do"
+        assert "**Do:**" in section, f"{name}: what to look at and what to do"

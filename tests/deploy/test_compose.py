@@ -39,7 +39,8 @@ def interpolated(text: str) -> str:
 def test_every_service_has_a_healthcheck_and_limits() -> None:
     for name, service in services().items():
         check = service.get("healthcheck", {})
-        assert check.get("test") and not check.get("disable"), f"{name} has no healthcheck"
+        assert check.get("test"), f"{name} has no healthcheck"
+        assert not check.get("disable"), f"{name} has no healthcheck"
         limits = service.get("deploy", {}).get("resources", {}).get("limits", {})
         assert float(limits.get("cpus", 0)) > 0, f"{name} has no CPU limit"
         assert re.fullmatch(r"\d+[MG]", str(limits.get("memory", ""))), f"{name} has no memory limit"

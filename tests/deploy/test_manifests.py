@@ -146,7 +146,8 @@ def test_certificates_reference_issuers_that_exist() -> None:
     assert {"rag-nats-ca", "nats-server", "rag-nats-client"} <= set(certificates)
     for name, cert in certificates.items():
         ref = cert["spec"]["issuerRef"]
-        assert ref["kind"] == "ClusterIssuer" and ref["name"] in issuers, name
+        assert ref["kind"] == "ClusterIssuer", name
+        assert ref["name"] in issuers, name
     assert issuers["rag-nats-ca"]["spec"]["ca"]["secretName"] == certificates["rag-nats-ca"]["spec"]["secretName"]
     assert certificates["rag-nats-ca"]["metadata"]["namespace"] == "cert-manager"
     nats_values = yaml.safe_load((K8S / "nats-values.yaml").read_text())
@@ -194,7 +195,8 @@ def test_max_replicas_match_keda_so_max_ack_pending_lets_every_replica_work() ->
         assert int(env[prefix + "MAX_REPLICAS"]) == scaled["spec"]["maxReplicaCount"], name
         concurrency = int(env.get(prefix + "CONCURRENCY", SERVICE_DEFAULT_CONCURRENCY.get(name, 8)))
         trigger = scaled["spec"]["triggers"][0]["metadata"]
-        assert trigger["consumer"] == name and trigger["account"] == "RAG"
+        assert trigger["consumer"] == name
+        assert trigger["account"] == "RAG"
         assert int(trigger["lagThreshold"]) >= concurrency, (
             f"{name}: a replica should have a full load before another starts"
         )
@@ -300,7 +302,8 @@ def test_the_secret_script_keeps_existing_secrets_and_shares_the_paired_values(t
     }
     pairs = [arg.removeprefix("--from-literal=").split("=", 1) for c in created for arg in c if "=" in arg]
     literals = dict(pairs)
-    assert literals["rag-password"] == literals["password"] and len(literals["password"]) >= 32
+    assert literals["rag-password"] == literals["password"]
+    assert len(literals["password"]) >= 32
     assert literals["RAG_GATEWAY_ADMIN_KEY"] == "k" * 40
 
 
@@ -316,7 +319,8 @@ def test_the_example_ingress_matches_the_gateway_and_its_network_policy() -> Non
         ("gateway", port)
     }
     paths = {b["path"] for b in backends}
-    assert {"/v1", "/", "/docs", "/docs-assets"} <= paths and "/metrics" not in paths
+    assert {"/v1", "/", "/docs", "/docs-assets"} <= paths
+    assert "/metrics" not in paths
     assert all(b["pathType"] == "Exact" for b in backends if b["path"] == "/"), "/ exactly: /metrics stays inside"
     assert ingress["spec"]["tls"][0]["secretName"]
     notes = ingress["metadata"]["annotations"]
@@ -329,7 +333,8 @@ def test_the_example_ingress_matches_the_gateway_and_its_network_policy() -> Non
     policy = next(d for d in of_kind_all("NetworkPolicy") if d["metadata"]["name"] == "gateway-ingress-http")
     rule = policy["spec"]["ingress"][0]
     controller = rule["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
-    assert ingress["spec"]["ingressClassName"] == "nginx" and controller == "ingress-nginx"
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    assert controller == "ingress-nginx"
     assert {p["port"] for p in rule["ports"]} == {port}
 
 
@@ -340,10 +345,13 @@ def of_kind_all(kind: str) -> list[dict[str, Any]]:
 def test_network_policies_deny_by_default_and_allow_each_path() -> None:
     policies = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in of_kind_all("NetworkPolicy")}
     deny = policies[("rag", "default-deny")]["spec"]
-    assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"} and "ingress" not in deny
+    assert deny["podSelector"] == {}
+    assert set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in deny
     config = of_kind("ConfigMap")["rag-config"]["data"]
     members = config["NATS_URL"].split(",")
-    assert len(members) == 3 and all(m.startswith("tls://") and m.endswith(":4222") for m in members)
+    assert len(members) == 3
+    assert all(m.startswith("tls://") and m.endswith(":4222") for m in members)
     assert config["RAG_JS_REPLICAS"] == "3"
     labels = {name: d["spec"]["template"]["metadata"]["labels"] for name, d in deployments().items()}
     nats_egress = policies[("rag", "rag-egress-dns-and-nats")]["spec"]
@@ -352,7 +360,8 @@ def test_network_policies_deny_by_default_and_allow_each_path() -> None:
     assert any(port["port"] == 4222 for rule in nats_egress["egress"] for port in rule["ports"])
     qdrant = policies[("rag", "store-egress-qdrant")]["spec"]["podSelector"]["matchExpressions"][0]["values"]
     assert sorted(qdrant) == ["ingest", "retriever"]
-    assert ("nats", "nats-ingress") in policies and ("qdrant", "qdrant-ingress") in policies
+    assert ("nats", "nats-ingress") in policies
+    assert ("qdrant", "qdrant-ingress") in policies
 
 
 def test_collector_config_is_one_file_for_compose_and_kubernetes() -> None:
@@ -378,7 +387,8 @@ def test_collector_config_is_one_file_for_compose_and_kubernetes() -> None:
 def test_compose_has_the_exporter_and_no_default_grafana_password() -> None:
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     services = compose["services"]
-    assert "nats-exporter" in services and "http://nats:8222" in services["nats-exporter"]["command"]
+    assert "nats-exporter" in services
+    assert "http://nats:8222" in services["nats-exporter"]["command"]
     assert services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"].startswith("${GRAFANA_ADMIN_PASSWORD:?")
     scrape = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
     targets = {t for job in scrape["scrape_configs"] for c in job["static_configs"] for t in c["targets"]}
@@ -459,4 +469,5 @@ def test_infrastructure_panels_name_the_source_they_need() -> None:
     for panel in panels:
         exprs = " ".join(t["expr"] for t in panel["targets"])
         source = "nats" if "gnatsd" in exprs else "otelcol" if "otelcol" in exprs else "qdrant"
-        assert panel["description"].startswith("Needs ") and needs[source] in panel["description"], panel["title"]
+        assert panel["description"].startswith("Needs "), panel["title"]
+        assert needs[source] in panel["description"], panel["title"]

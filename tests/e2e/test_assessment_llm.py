@@ -48,16 +48,20 @@ async def test_a_model_writes_the_question_from_a_json_schema_prompt(
     assert kind == "done", state
     assert len(state["questions"]) == 1, (state["counts"], state["dropped"])
     (question,) = state["questions"]
-    assert question["model"] == "openai/fake-small" and question["rule"] == "model"
-    assert question["stem"] == MODEL_MCQ["stem"] and question["answer"] == "$12"
+    assert question["model"] == "openai/fake-small"
+    assert question["rule"] == "model"
+    assert question["stem"] == MODEL_MCQ["stem"]
+    assert question["answer"] == "$12"
     assert question["validation"]["valid"] is True
-    assert question["citations"][0]["source"] == "billing.md" and question["citations"][0]["quote"] == QUOTE
+    assert question["citations"][0]["source"] == "billing.md"
+    assert question["citations"][0]["quote"] == QUOTE
     sent = llm.requests[-1]
     assert sent["model"] == "fake-small"
     schema = sent["response_format"]["json_schema"]
     assert schema["name"] == "mcq_question"
     assert set(schema["schema"]["required"]) == {"stem", "options", "answer_index", "quote"}
-    assert "remember" in sent["messages"][0]["content"] and QUOTE in sent["messages"][1]["content"]
+    assert "remember" in sent["messages"][0]["content"]
+    assert QUOTE in sent["messages"][1]["content"]
 
 
 def test_an_answer_off_the_schema_or_quoting_nothing_is_refused() -> None:
@@ -67,4 +71,5 @@ def test_an_answer_off_the_schema_or_quoting_nothing_is_refused() -> None:
     invented = {**MODEL_MCQ, "quote": "The Pro plan is free forever."}
     assert parse_model_question(spec, [passage], json.dumps(invented), "m") is None
     written = parse_model_question(spec, [passage], json.dumps(MODEL_MCQ), "m")
-    assert written is not None and written.options[written.answer_index or 0] == "$12"
+    assert written is not None
+    assert written.options[written.answer_index or 0] == "$12"

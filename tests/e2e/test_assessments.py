@@ -92,13 +92,15 @@ async def test_an_assessment_is_queued_built_checked_and_exported(
     assert state["units_met"] == {"billing.md": 3, "Security > Audit logs": 2}
     for q in questions:
         assert q["validation"]["valid"] is True, q
-        assert q["citations"] and q["citations"][0]["source"] in {"billing.md", "security.md"}
+        assert q["citations"]
+        assert q["citations"][0]["source"] in {"billing.md", "security.md"}
         assert q["citations"][0]["section"]
         assert q["bloom"] in {"remember", "understand"}
         if q["unit"] == "Security > Audit logs":
             assert q["citations"][0]["section"].endswith("Audit logs")
     for mcq in questions[:2]:
-        assert len(mcq["options"]) == 4 and mcq["options"][mcq["answer_index"]] == mcq["answer"]
+        assert len(mcq["options"]) == 4
+        assert mcq["options"][mcq["answer_index"]] == mcq["answer"]
         quote = mcq["citations"][0]["quote"]
         assert mcq["answer"] in quote
         for i, option in enumerate(mcq["options"]):
@@ -108,7 +110,8 @@ async def test_an_assessment_is_queued_built_checked_and_exported(
     assert len(parsed) == 5
     assert [p.kind for p in parsed] == ["mcq", "mcq", "essay", "essay", "essay"]
     assert parsed[0].right == [questions[0]["answer"]]
-    assert "## Answer key" in markdown and questions[0]["answer"] in markdown.split("## Answer key")[1]
+    assert "## Answer key" in markdown
+    assert questions[0]["answer"] in markdown.split("## Answer key")[1]
 
     def sample(service: str, name: str, **labels: str) -> float | None:
         return registries[service].get_sample_value(name, labels)
@@ -132,14 +135,19 @@ async def test_bad_blueprints_get_clear_errors_with_a_request_id(
         missing = await client.get("/v1/assessments/0123456789abcdef")
         bad_unit = await client.post("/v1/assessments", json={"counts": {"mcq": 1}, "units": ["Nowhere > Else"]})
         failed = [e for e in parse_sse((await client.get(f"/v1/assessments/{bad_unit.json()['id']}/events")).text)]
-    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "collection_not_found"
-    assert zero.status_code == 422 and "at least one question" in zero.json()["error"]["message"]
-    assert many.status_code == 422 and "at most 100" in many.json()["error"]["message"]
-    assert marks.status_code == 422 and "total_marks" in marks.json()["error"]["message"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "collection_not_found"
+    assert zero.status_code == 422
+    assert "at least one question" in zero.json()["error"]["message"]
+    assert many.status_code == 422
+    assert "at most 100" in many.json()["error"]["message"]
+    assert marks.status_code == 422
+    assert "total_marks" in marks.json()["error"]["message"]
     assert missing.status_code == 404
     for response in (unknown, zero, many, marks, missing):
         assert response.json()["error"]["request_id"] == response.headers["X-Request-ID"]
-    assert failed[-1][0] == "error" and "Nowhere > Else" in failed[-1][1]["message"]
+    assert failed[-1][0] == "error"
+    assert "Nowhere > Else" in failed[-1][1]["message"]
 
 
 async def test_one_assessment_is_one_trace_across_the_services(system: System, client: httpx.AsyncClient) -> None:

@@ -167,7 +167,8 @@ async def test_every_endpoint_needs_a_valid_key(
 async def test_unauthenticated_upload_is_refused_before_its_body_is_sent(auth_system: AuthSystem) -> None:
     """A client announcing a 10 MB upload without a key gets its 401 before sending the body."""
     url = urlsplit(auth_system.base_url)
-    assert url.hostname and url.port
+    assert url.hostname
+    assert url.port
     for key_header in ("", "X-API-Key: rag_0123456789abcdef_" + "B" * 43 + "\r\n"):
         reader, writer = await asyncio.open_connection(url.hostname, url.port)
         try:
@@ -188,7 +189,8 @@ async def test_health_and_metrics_stay_open(auth_system: AuthSystem) -> None:
         assert (await http.get("/healthz")).status_code == 200
         assert (await http.get("/readyz")).status_code == 200
         metrics = await http.get("/metrics")
-    assert metrics.status_code == 200 and "rag_http_request_duration_seconds" in metrics.text
+    assert metrics.status_code == 200
+    assert "rag_http_request_duration_seconds" in metrics.text
 
 
 async def test_read_only_key_reads_its_collection_and_nothing_else(auth_system: AuthSystem) -> None:
@@ -210,7 +212,8 @@ async def test_read_only_key_reads_its_collection_and_nothing_else(auth_system: 
         assert_error(await http.delete(f"/v1/documents/{auth_system.beta_doc}"), 404, "document_not_found")
 
         listed = (await http.get("/v1/documents")).json()["documents"]
-        assert {d["collection"] for d in listed} == {"alpha"} and {d["source"] for d in listed} == {"alpha.md"}
+        assert {d["collection"] for d in listed} == {"alpha"}
+        assert {d["source"] for d in listed} == {"alpha.md"}
         assert_error(await http.get("/v1/documents", params={"collection": "beta"}), 403, "forbidden")
         collections = (await http.get("/v1/collections")).json()["collections"]
         assert collections == [{"name": "alpha", "documents": 1, "rights": ["read"]}]
@@ -223,7 +226,8 @@ async def test_x_api_key_header_works_like_bearer(auth_system: AuthSystem) -> No
     key = (await create_key(auth_system, {"beta": ["read"]}))["key"]
     async with auth_system.client(key, "x-api-key") as http:
         answer = await http.post("/v1/query", json=question("What is the beta vault combination?", "beta"))
-        assert answer.status_code == 200 and "4420" in answer.json()["answer"]
+        assert answer.status_code == 200
+        assert "4420" in answer.json()["answer"]
         assert_error(await http.post("/v1/query", json=question("door code?", "alpha")), 403, "forbidden")
 
 
@@ -236,7 +240,8 @@ async def test_streaming_is_checked_before_the_stream_starts(auth_system: AuthSy
         streamed = await http.post("/v1/query/stream", json=question("What is the alpha door code?", "alpha"))
     assert streamed.status_code == 200
     events = parse_sse(streamed.text)
-    assert events[-1][0] == "done" and "7316" in events[-1][1]["answer"]
+    assert events[-1][0] == "done"
+    assert "7316" in events[-1][1]["answer"]
 
 
 async def test_write_key_uploads_and_deletes_only_in_its_collection(auth_system: AuthSystem) -> None:
@@ -259,7 +264,8 @@ async def test_sessions_are_scoped_by_their_collection(auth_system: AuthSystem) 
         own = await http.post("/v1/query", json=question("alpha door code?", "alpha", session_id="alpha-s1"))
         assert own.status_code == 200
         session = await http.get("/v1/sessions/alpha-s1")
-        assert session.status_code == 200 and session.json()["collection"] == "alpha"
+        assert session.status_code == 200
+        assert session.json()["collection"] == "alpha"
         assert_error(await http.get("/v1/sessions/beta-s1"), 404, "not_found")
         assert_error(await http.delete("/v1/sessions/beta-s1"), 404, "not_found")
         assert (await http.delete("/v1/sessions/alpha-s1")).status_code == 204
@@ -271,17 +277,20 @@ async def test_admin_can_do_everything_and_manage_keys(auth_system: AuthSystem) 
     async with auth_system.client(ADMIN_KEY) as admin:
         for collection, code in (("alpha", "7316"), ("beta", "4420")):
             answer = await admin.post("/v1/query", json=question(f"What is the {collection} code?", collection))
-            assert answer.status_code == 200 and code in answer.json()["answer"]
+            assert answer.status_code == 200
+            assert code in answer.json()["answer"]
         listed = {d["collection"] for d in (await admin.get("/v1/documents")).json()["documents"]}
         assert {"alpha", "beta"} <= listed
         names = [c["name"] for c in (await admin.get("/v1/collections")).json()["collections"]]
         assert {"alpha", "beta"} <= set(names)
 
         created = (await admin.post("/v1/keys", json={"name": "ci bot", "collections": {"beta": ["write"]}})).json()
-        assert created["key"].startswith("rag_") and created["collections"] == {"beta": ["write"]}
+        assert created["key"].startswith("rag_")
+        assert created["collections"] == {"beta": ["write"]}
         keys = (await admin.get("/v1/keys")).json()["keys"]
         mine = [k for k in keys if k["id"] == created["id"]]
-        assert mine and mine[0]["name"] == "ci bot"
+        assert mine
+        assert mine[0]["name"] == "ci bot"
         assert all("key" not in k and "key_hash" not in k for k in keys)
         assert created["key"] not in str(keys)
 
@@ -372,12 +381,12 @@ async def test_auth_off_is_stated_at_start_up_and_lets_local_callers_in(
     options = stack_options(tmp_path, nats_server.url, model_dir)
     options.services = ()
     with gateway_log() as log:
-        async with Stack(options) as stack:
-            async with httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http:
-                collections = await http.get("/v1/collections")
-                keys = await http.get("/v1/keys")
+        async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=30) as http:
+            collections = await http.get("/v1/collections")
+            keys = await http.get("/v1/keys")
     assert any(m.startswith("authentication is OFF (local default)") for m in log), log
-    assert collections.status_code == 200 and keys.status_code == 200
+    assert collections.status_code == 200
+    assert keys.status_code == 200
     assert collections.headers["x-content-type-options"] == "nosniff"
 
 
@@ -392,14 +401,17 @@ async def test_openai_api_lists_and_answers_only_what_the_key_may_read(auth_syst
         assert "7316" in (completion.choices[0].message.content or "")
         with pytest.raises(openai.NotFoundError) as hidden:
             await oai.chat.completions.create(model="beta", messages=[{"role": "user", "content": "vault?"}])
-        assert isinstance(hidden.value.body, dict) and hidden.value.body["code"] == "model_not_found"
+        assert isinstance(hidden.value.body, dict)
+        assert hidden.value.body["code"] == "model_not_found"
     async with openai.AsyncOpenAI(base_url=base_url, api_key="not-a-key", max_retries=0) as stranger:
         with pytest.raises(openai.AuthenticationError) as refused:
             await stranger.chat.completions.create(model="alpha", messages=[{"role": "user", "content": "code?"}])
         with pytest.raises(openai.AuthenticationError):
             await stranger.models.list()
     body = refused.value.body
-    assert isinstance(body, dict) and body["type"] == "authentication_error" and "message" in body
+    assert isinstance(body, dict)
+    assert body["type"] == "authentication_error"
+    assert "message" in body
 
 
 async def test_rag_eval_sends_the_api_key_it_is_given(
@@ -462,10 +474,12 @@ async def test_a_session_id_used_by_another_tenant_starts_a_new_conversation(aut
         own = await http.post("/v1/query", json=question("alpha door code?", "alpha", session_id="taken-s1"))
         assert own.status_code == 200, own.text
         mine = (await http.get("/v1/sessions/taken-s1")).json()
-        assert mine["collection"] == "alpha" and len(mine["turns"]) == 1
+        assert mine["collection"] == "alpha"
+        assert len(mine["turns"]) == 1
     async with auth_system.client(ADMIN_KEY) as admin:
         theirs = (await admin.get("/v1/sessions/taken-s1")).json()
-        assert theirs["collection"] == "beta" and len(theirs["turns"]) == 1
+        assert theirs["collection"] == "beta"
+        assert len(theirs["turns"]) == 1
 
 
 async def test_a_session_belongs_to_the_key_or_tenant_that_started_it(auth_system: AuthSystem) -> None:
@@ -533,12 +547,15 @@ async def test_the_audit_log_records_keys_documents_and_refused_requests(auth_sy
         refusals = (await admin.get("/v1/audit", params={"after": start, "action": "request_refused"})).json()["events"]
 
     events = body["events"]
-    assert body["next"] == events[-1]["seq"] and [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+    assert body["next"] == events[-1]["seq"]
+    assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
     made = next(e for e in events if e["action"] == "key_created" and e["target"] == created["id"])
-    assert made["actor"] == "admin" and made["details"]["name"] == "audited bot"
+    assert made["actor"] == "admin"
+    assert made["details"]["name"] == "audited bot"
     assert made["details"]["scope:alpha"] == "read,write"
     revoked = next(e for e in events if e["action"] == "key_revoked")
-    assert revoked["target"] == created["id"] and revoked["actor"] == "admin"
+    assert revoked["target"] == created["id"]
+    assert revoked["actor"] == "admin"
     actions = [(e["action"], e.get("status")) for e in by_writer]
     assert actions == [
         ("document_uploaded", None),
@@ -549,13 +566,19 @@ async def test_the_audit_log_records_keys_documents_and_refused_requests(auth_sy
     ], actions
     assert all(e["actor_name"] == "audited bot" for e in by_writer)
     uploaded = by_writer[0]
-    assert uploaded["collection"] == "alpha" and uploaded["target"] == document_id
-    assert uploaded["details"]["source"] == "audited.md" and uploaded["request_id"] == accepted.json()["request_id"]
-    assert by_writer[3]["target"] == auth_system.beta_doc and by_writer[3]["collection"] == "beta"
+    assert uploaded["collection"] == "alpha"
+    assert uploaded["target"] == document_id
+    assert uploaded["details"]["source"] == "audited.md"
+    assert uploaded["request_id"] == accepted.json()["request_id"]
+    assert by_writer[3]["target"] == auth_system.beta_doc
+    assert by_writer[3]["collection"] == "beta"
     anonymous = [e for e in refusals if e["actor"] == "anonymous"]
-    assert anonymous and anonymous[-1]["status"] == 401 and anonymous[-1]["path"] == "/v1/collections"
+    assert anonymous
+    assert anonymous[-1]["status"] == 401
+    assert anonymous[-1]["path"] == "/v1/collections"
     assert all(e["action"] == "request_refused" for e in refusals)
-    assert writer not in json.dumps(body) and ADMIN_KEY not in json.dumps(body)  # never a key
+    assert writer not in json.dumps(body)
+    assert ADMIN_KEY not in json.dumps(body)
 
 
 async def test_a_rate_limited_request_is_in_the_audit_log(auth_system: AuthSystem) -> None:

@@ -65,7 +65,9 @@ async def test_ingest_sync_uploads_changes_and_deletes_what_vanished(
         capsys, "--url", system.base_url, "ask", "When", "does", "Alpha", "station", "open?", "--collection", "cli-sync"
     )
     assert code == 0
-    assert "05:55" in out and "Sources:" in out and "alpha.md" in out
+    assert "05:55" in out
+    assert "Sources:" in out
+    assert "alpha.md" in out
 
 
 async def test_ask_prints_answer_sources_flags_and_route(system: System, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,12 +75,14 @@ async def test_ask_prints_answer_sources_flags_and_route(system: System, capsys:
     assert code == 0
     assert "600" in out
     assert "[1] api.md · Rate limits" in out
-    assert "Flags: none" in out and "Route: fast" in out
+    assert "Flags: none" in out
+    assert "Route: fast" in out
 
 
 async def test_ask_json_and_error_exit_code(system: System, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = await rag(capsys, "--url", system.base_url, "ask", "--json", "What is the API rate limit per token?")
-    assert code == 0 and "api.md" in {c["source"] for c in json.loads(out)["citations"]}
+    assert code == 0
+    assert "api.md" in {c["source"] for c in json.loads(out)["citations"]}
     code, out = await rag(capsys, "--url", system.base_url, "ask", "Bad collection?", "--collection", "Not Valid")
     assert code == 1
     assert "error: 422 invalid_request" in out
@@ -101,8 +105,10 @@ async def test_docs_lists_the_collection(system: System, capsys: pytest.CaptureF
         listed = (await http.get("/v1/documents", params={"collection": "default"})).json()["documents"]
     code, out = await rag(capsys, "--url", system.base_url, "docs", "--collection", "default")
     assert code == 0
-    assert "pricing.md" in out and "indexed" in out
-    assert f"{len(listed)} documents" in out and len(listed) >= len(system.corpus.statuses)
+    assert "pricing.md" in out
+    assert "indexed" in out
+    assert f"{len(listed)} documents" in out
+    assert len(listed) >= len(system.corpus.statuses)
 
 
 async def test_eval_runs_the_harness_on_a_small_dataset(
@@ -135,7 +141,8 @@ async def test_eval_runs_the_harness_on_a_small_dataset(
     assert code == 0, out
     assert "mini: 1 questions" in out
     written = list(reports.glob("eval-mini*.json"))
-    assert written and json.loads(written[0].read_text())["questions"] == 1
+    assert written
+    assert json.loads(written[0].read_text())["questions"] == 1
 
 
 def test_rag_script_is_installed() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_client import Answer, AsyncRagClient, RagClient, RagError
+from rag_client import Answer, AsyncRagClient, Flag, RagClient, RagError
 from tests.support.system import System
 
 pytestmark = pytest.mark.e2e
@@ -20,7 +20,7 @@ async def test_async_ask_returns_a_typed_answer(system: System) -> None:
     assert isinstance(answer, Answer)
     assert "600" in answer.answer
     assert "api.md" in {c.source for c in answer.citations}
-    assert answer.flags["refused"] is False
+    assert answer.flags[Flag.REFUSED] is False
     assert answer.timings_ms["total"] > 0
 
 
@@ -28,7 +28,8 @@ async def test_async_stream_yields_tokens_then_the_answer(system: System) -> Non
     async with AsyncRagClient(system.base_url) as rag:
         items = [item async for item in rag.stream("What uptime does the Enterprise SLA promise?")]
     tokens = [i for i in items if isinstance(i, str)]
-    assert tokens and isinstance(items[-1], Answer)
+    assert tokens
+    assert isinstance(items[-1], Answer)
     assert all(isinstance(i, str) for i in items[:-1])
     assert "".join(tokens) == items[-1].answer
     assert "99.95%" in items[-1].answer
@@ -44,8 +45,10 @@ async def test_sync_client_streams_and_follows_up_in_a_session(system: System) -
         return first, second
 
     first, second = await asyncio.to_thread(conversation)
-    assert isinstance(first[-1], Answer) and first[-1].citations
-    assert second.rewritten_question and "pro" in second.rewritten_question.lower()
+    assert isinstance(first[-1], Answer)
+    assert first[-1].citations
+    assert second.rewritten_question
+    assert "pro" in second.rewritten_question.lower()
 
 
 async def test_sync_upload_waits_for_indexed_and_errors_are_typed(system: System, tmp_path: Path) -> None:
@@ -58,11 +61,13 @@ async def test_sync_upload_waits_for_indexed_and_errors_are_typed(system: System
             answer = rag.ask("What is the client test mascot?", collection="client-sync")
             with pytest.raises(RagError) as caught:
                 rag.document("no-such-document")
-            assert caught.value.status == 404 and caught.value.code == "document_not_found"
+            assert caught.value.status == 404
+            assert caught.value.code == "document_not_found"
             return status.status, status.chunks, answer.answer
 
     state, chunks, text = await asyncio.to_thread(upload_and_ask)
-    assert state == "indexed" and chunks >= 1
+    assert state == "indexed"
+    assert chunks >= 1
     assert "Quillon" in text
 
 

@@ -22,7 +22,8 @@ def new_session() -> str:
 async def test_a_followup_answers_about_the_earlier_subject(client: httpx.AsyncClient) -> None:
     session = new_session()
     first = await ask(client, "What does the Business plan include?", session_id=session)
-    assert first["rewritten_question"] is None and first["session_id"] == session
+    assert first["rewritten_question"] is None
+    assert first["session_id"] == session
     followup = await ask(client, "And how much does it cost?", session_id=session)
     assert followup["rewritten_question"] == "How much does the Business plan cost?"
     assert "$24" in followup["answer"]
@@ -47,7 +48,8 @@ async def test_a_session_can_be_read_and_forgotten(client: httpx.AsyncClient) ->
 
     assert (await client.delete(f"/v1/sessions/{session}")).status_code == 204
     gone = await client.get(f"/v1/sessions/{session}")
-    assert gone.status_code == 404 and gone.json()["error"]["request_id"]
+    assert gone.status_code == 404
+    assert gone.json()["error"]["request_id"]
     again = await ask(client, "What happens if I go over it?", session_id=session)
     assert again["rewritten_question"] is None  # nothing remembered any more
 
@@ -60,7 +62,8 @@ async def test_a_session_of_another_collection_is_refused_and_leaks_nothing(clie
     )
     assert crossed.status_code == 409
     error = crossed.json()["error"]
-    assert error["code"] == "session_collection_mismatch" and error["request_id"]
+    assert error["code"] == "session_collection_mismatch"
+    assert error["request_id"]
     assert "Business" not in crossed.text
 
 
@@ -71,7 +74,8 @@ async def test_a_bad_session_id_is_a_clear_error(client: httpx.AsyncClient, sess
     )
     assert response.status_code == 422
     body = response.json()
-    assert body["error"]["request_id"] and "session_id" in response.text
+    assert body["error"]["request_id"]
+    assert "session_id" in response.text
     assert (await client.get("/v1/sessions/a%20b")).status_code == 422
 
 
@@ -80,9 +84,11 @@ async def test_a_failing_flag_is_logged_traced_and_explained(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="rag.evaluator")
     body = await ask(client, "How much does the Pro plan cost per user per month?")
-    assert body["flags"]["conflicting_sources"] and body["flagged"]
+    assert body["flags"]["conflicting_sources"]
+    assert body["flagged"]
     assert "disagree" in body["answer"]  # said in words, with both citations
-    assert "$12" in body["answer"] and "$15" in body["answer"]
+    assert "$12" in body["answer"]
+    assert "$15" in body["answer"]
     assert body["flag_details"]["conflicting_sources"]
     assert set(body["flags"]) == {
         "refused",

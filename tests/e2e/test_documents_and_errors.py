@@ -31,7 +31,8 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     error: dict[str, str] = response.json()["error"]
     assert error["code"] == code
     assert error["message"]
-    assert error["request_id"] and response.headers["x-request-id"] == error["request_id"]
+    assert error["request_id"]
+    assert response.headers["x-request-id"] == error["request_id"]
     return error
 
 
@@ -41,14 +42,16 @@ async def test_same_file_twice_is_unchanged_and_changed_file_replaces_chunks(cli
     assert status["status"] == "indexed"
     again = await upload_and_wait(client, "kiwi.md", first, "docs-kiwi")
     assert again["status"] == "unchanged"
-    assert again["document_id"] == status["document_id"] and again["chunks"] == status["chunks"]
+    assert again["document_id"] == status["document_id"]
+    assert again["chunks"] == status["chunks"]
 
     changed = b"# Kiwi rules\n\nThe kiwi greenhouse is watered at 21:15 every evening by the robot Castor.\n"
     replaced = await upload_and_wait(client, "kiwi.md", changed, "docs-kiwi")
     assert replaced["status"] == "indexed"
     body = await ask(client, "When is the kiwi greenhouse watered and by which robot?", collection="docs-kiwi")
     kiwi_texts = " ".join(p["text"] for p in body["passages"] if p["source"] == "kiwi.md")
-    assert "Castor" in kiwi_texts and "Pollux" not in kiwi_texts
+    assert "Castor" in kiwi_texts
+    assert "Pollux" not in kiwi_texts
 
 
 async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: System, client: httpx.AsyncClient) -> None:
@@ -63,7 +66,8 @@ async def test_failed_ingest_keeps_previous_index_and_dead_letters(system: Syste
         assert failed["status"] == "failed"
         assert "parse_failed" in failed["error"]
         letter = json.loads((await dead.next_msg(timeout=10)).data)
-        assert letter["type"] == "rag.dlq.v1" and "parse_failed" in letter["error"]
+        assert letter["type"] == "rag.dlq.v1"
+        assert "parse_failed" in letter["error"]
         assert json.loads(letter["payload"])["document_id"] == failed["document_id"]
     finally:
         await nc.close()
@@ -108,7 +112,8 @@ async def test_delete_removes_document_and_its_passages(client: httpx.AsyncClien
         client, "ephemeral.md", b"# Ephemeral\n\nThe quokka festival happens on Mars.\n", "docs-delete"
     )
     response = await client.delete(f"/v1/documents/{status['document_id']}")
-    assert response.status_code == 202 and response.json()["status"] == "deleting"
+    assert response.status_code == 202
+    assert response.json()["status"] == "deleting"
 
     async def status_code() -> int:
         return (await client.get(f"/v1/documents/{status['document_id']}")).status_code
@@ -146,7 +151,8 @@ async def test_bad_input_gets_clear_errors(client: httpx.AsyncClient) -> None:
 async def test_request_id_from_client_is_echoed_as_a_label(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/query", json={"question": "hello"}, headers={"X-Request-ID": "abc123"})
     body = response.json()
-    assert body["client_request_id"] == "abc123" and response.headers["x-client-request-id"] == "abc123"
+    assert body["client_request_id"] == "abc123"
+    assert response.headers["x-client-request-id"] == "abc123"
     assert response.headers["x-request-id"] == body["request_id"] != "abc123"
 
 
@@ -168,7 +174,8 @@ async def test_health_readiness_and_metrics(client: httpx.AsyncClient) -> None:
     assert "rag_http_request_duration_seconds_bucket" in metrics
     counted = [line for line in metrics.splitlines() if line.startswith("rag_http_request_duration_seconds_count")]
     answered = [line for line in counted if 'route="/v1/query"' in line and 'status="200"' in line]
-    assert answered and float(answered[0].rsplit(" ", 1)[1]) >= 1, counted
+    assert answered, counted
+    assert float(answered[0].rsplit(" ", 1)[1]) >= 1, counted
     assert 'rag_query_stage_duration_seconds_bucket{le="0.001",stage="retriever"}' in metrics
 
 
@@ -182,7 +189,8 @@ async def test_folders_in_file_names_are_kept_and_cannot_escape(client: httpx.As
     assert (first["source"], second["source"]) == ("guides/setup.md", "admin/setup.md")
     assert first["document_id"] != second["document_id"]
     escaped = await upload(client, "../../etc/notes.md", b"# Notes\n\nplain\n", "docs-folders")
-    assert escaped.status_code == 202 and escaped.json()["source"] == "etc/notes.md"
+    assert escaped.status_code == 202
+    assert escaped.json()["source"] == "etc/notes.md"
 
 
 async def test_upload_outcomes_are_counted_as_they_happened(client: httpx.AsyncClient) -> None:

@@ -58,7 +58,8 @@ async def test_hostile_corpus_ends_indexed_or_failed_and_the_collection_still_an
         if file.expect == "rejected":
             assert 400 <= response.status < 500, (file.name, file.why, response.body[:300])
             error = response.json()["error"]
-            assert error["message"] and error["request_id"], error
+            assert error["message"], error
+            assert error["request_id"], error
             continue
         assert response.status == 202, (file.name, file.why, response.body[:300])
         accepted.setdefault(response.json()["document_id"], []).append(file)
@@ -86,15 +87,19 @@ async def test_hostile_corpus_ends_indexed_or_failed_and_the_collection_still_an
         expectations = {f.expect for f in files}
         if status == "failed":
             error = str(record.get("error") or "")
-            assert error and len(error) < 2000 and "Traceback" not in error, (files[0].name, error)
+            assert error, (files[0].name, error)
+            assert len(error) < 2000, (files[0].name, error)
+            assert "Traceback" not in error, (files[0].name, error)
             assert "indexed" not in expectations, (files[0].name, files[0].why, error)
         else:
             assert "failed" not in expectations, (files[0].name, files[0].why, record)
             assert int(str(record["chunks"])) > 0, (files[0].name, record)
         detail = await client.get(f"/v1/documents/{doc_id}")
-        assert detail.status_code == 200 and detail.json()["status"] == status
+        assert detail.status_code == 200
+        assert detail.json()["status"] == status
 
-    assert outcomes.get("failed", 0) >= 15 and outcomes.get("indexed", 0) >= 40, outcomes
+    assert outcomes.get("failed", 0) >= 15, outcomes
+    assert outcomes.get("indexed", 0) >= 40, outcomes
     answer = await ask(client, "Who is the lighthouse keeper on Skerry Island?", collection=COLLECTION)
     assert "Morwenna Quill" in answer["answer"], answer["answer"]
     assert time.monotonic() - started < BUDGET_S + 20

@@ -76,8 +76,10 @@ async def test_a_50_mb_body_is_refused_with_413_before_it_is_read(system: System
         response = await connection.response()
     assert response.status == 413
     error = response.json()["error"]
-    assert error["code"] == "too_large" and "limit of 1048576 bytes" in error["message"]
-    assert error["request_id"] == response.headers["x-request-id"] and error["client_request_id"] == "huge-body"
+    assert error["code"] == "too_large"
+    assert "limit of 1048576 bytes" in error["message"]
+    assert error["request_id"] == response.headers["x-request-id"]
+    assert error["client_request_id"] == "huge-body"
 
 
 async def test_an_upload_refused_before_it_is_read_names_the_file_limit(
@@ -94,7 +96,8 @@ async def test_an_upload_refused_before_it_is_read_names_the_file_limit(
         response = await connection.response()
     assert response.status == 413
     early = response.json()["error"]
-    assert early["code"] == "too_large" and early["request_id"] == response.headers["x-request-id"]
+    assert early["code"] == "too_large"
+    assert early["request_id"] == response.headers["x-request-id"]
     read = assert_clear_error(await upload(client, "big.md", b"a" * (UPLOAD_LIMIT + 1)), 413, "too_large")
     for error in (early, read):
         assert f"file is larger than the {UPLOAD_LIMIT} byte limit" in error["message"], error
@@ -113,7 +116,8 @@ async def test_a_chunked_body_over_the_limit_is_cut_off_with_413(system: System)
         response = await connection.response()
     assert response.status == 413
     error = response.json()["error"]
-    assert error["code"] == "too_large" and "limit of 1048576 bytes" in error["message"]
+    assert error["code"] == "too_large"
+    assert "limit of 1048576 bytes" in error["message"]
     assert error["request_id"] == response.headers["x-request-id"]
 
 
@@ -125,7 +129,8 @@ async def test_a_body_that_is_not_json_says_so(client: httpx.AsyncClient, body: 
     assert error["message"].startswith("body: "), error
     openai = await client.post("/v1/chat/completions", content=body, headers=headers)
     assert openai.status_code == 400, openai.text
-    assert "not valid JSON" in openai.json()["error"]["message"] and openai.json()["error"]["param"] is None
+    assert "not valid JSON" in openai.json()["error"]["message"]
+    assert openai.json()["error"]["param"] is None
 
 
 @pytest.mark.parametrize("odd", ["*", "%00", "%20", "x" * 5000, "%2A%0A", "0" * 32 + "%0A", "..%5C..%5Cetc"])
@@ -167,7 +172,8 @@ async def test_file_names_with_control_or_bidi_characters_are_refused(
         response = await connection.request("POST", "/v1/documents", body, {"Content-Type": content_type})
     assert response.status == 422, response.body
     error = response.json()["error"]
-    assert error["code"] == "invalid_file" and "U+" in error["message"]
+    assert error["code"] == "invalid_file"
+    assert "U+" in error["message"]
     assert error["request_id"] == response.headers["x-request-id"]
     listed = (await client.get("/v1/documents", params={"collection": "names"})).json()["documents"]
     assert listed == []
@@ -209,8 +215,10 @@ async def test_a_file_of_two_megabytes_without_whitespace_leaves_its_collection_
     notes = b"# Badgers\n\nThe badger sett is inspected every Thursday by ranger Odile Marchetti.\n"
     assert (await upload_and_wait(client, "badgers.md", notes, "blob"))["status"] in ("indexed", "unchanged")
     status = await upload_and_wait(client, "blob.txt", b"q" * (UPLOAD_LIMIT - 4096), "blob")
-    assert status["status"] in ("indexed", "unchanged") and status["chunks"] >= (UPLOAD_LIMIT - 4096) // 2000
+    assert status["status"] in ("indexed", "unchanged")
+    assert status["chunks"] >= (UPLOAD_LIMIT - 4096) // 2000
     answer = await ask(client, "Who inspects the badger sett and when?", collection="blob")
     assert "Odile Marchetti" in answer["answer"]
     forced = await ask(client, "What is in the blob?", collection="blob", filters={"source": "blob.txt"})
-    assert forced["passages"] and all(len(p["text"]) <= 2001 for p in forced["passages"])
+    assert forced["passages"]
+    assert all(len(p["text"]) <= 2001 for p in forced["passages"])

@@ -37,8 +37,10 @@ async def test_injection_question_gets_the_fixed_refusal_and_nothing_else(
     before = blocked_count(system)
     body = await ask(client, question)
     assert body["answer"] == DEFAULT_BLOCKED
-    assert body["passages"] == [] and body["citations"] == []
-    assert body["flags"]["refused"] is True and body["flags"]["injection_suspected"] is True
+    assert body["passages"] == []
+    assert body["citations"] == []
+    assert body["flags"]["refused"] is True
+    assert body["flags"]["injection_suspected"] is True
     assert body["flag_details"]["injection_suspected"]["suspicions"] == [
         f"question: {', '.join(body['route']['signals'])}"
     ]
@@ -46,10 +48,12 @@ async def test_injection_question_gets_the_fixed_refusal_and_nothing_else(
     assert set(body["route"]["signals"]) == ATTACKS[question]
     assert body["route"]["reason"].startswith("injection suspected")
     assert body["flag_details"]["refused"].startswith("injection suspected:")
-    assert "retriever" not in body["timings_ms"] and "generator" not in body["timings_ms"]
+    assert "retriever" not in body["timings_ms"]
+    assert "generator" not in body["timings_ms"]
     assert body["usage"]["input_tokens"] == 0
     # Nothing of the question comes back: no echo of what was asked for.
-    assert "password" not in body["answer"].lower() and "api key" not in body["answer"].lower()
+    assert "password" not in body["answer"].lower()
+    assert "api key" not in body["answer"].lower()
     assert blocked_count(system) == before + len(ATTACKS[question])
 
 
@@ -58,7 +62,8 @@ async def test_injection_question_is_refused_on_the_stream_too(client: httpx.Asy
     assert response.status_code == 200
     events = parse_sse(response.text)
     [done] = [data for event, data in events if event == "done"]
-    assert done["answer"] == DEFAULT_BLOCKED and done["passages"] == []
+    assert done["answer"] == DEFAULT_BLOCKED
+    assert done["passages"] == []
     assert done["route"]["tier"] == "blocked"
 
 
@@ -70,9 +75,12 @@ async def test_a_mixed_question_answers_its_request_and_refuses_its_attack(
     body = await ask(client, question)
     first, rest = body["answer"].split("\n\n", 1)
     assert first == DEFAULT_BLOCKED  # the attack refused in one short sentence
-    assert "$24" in rest and "[" in rest  # the price, cited
-    assert body["flags"]["injection_suspected"] is True and body["flags"]["refused"] is False
-    assert body["flags"]["ungrounded"] is False and body["flags"]["citation_invalid"] is False
+    assert "$24" in rest
+    assert "[" in rest
+    assert body["flags"]["injection_suspected"] is True
+    assert body["flags"]["refused"] is False
+    assert body["flags"]["ungrounded"] is False
+    assert body["flags"]["citation_invalid"] is False
     assert body["route"]["attack_dropped"] == ["override", "prompt_extraction"]
     assert body["route"]["tier"] in {"fast", "strong"}
     assert "retriever" in body["timings_ms"]
@@ -115,7 +123,8 @@ async def test_planted_instruction_in_an_upload_is_marked_in_the_passage(client:
     marked = [p for p in body["passages"] if p["injection_spans"]]
     assert marked, body["passages"]
     [passage] = marked
-    assert passage["source"] == "zephyr-pricing.md" and passage["section"] == "Starter plan price"
+    assert passage["source"] == "zephyr-pricing.md"
+    assert passage["section"] == "Starter plan price"
     [[start, end]] = passage["injection_spans"]
     assert passage["text"][start:end] == PLANTED_SENTENCE
     unmarked = [p for p in body["passages"] if p["section"] != "Starter plan price"]
@@ -156,12 +165,14 @@ async def test_no_planted_form_reaches_an_answer_and_every_one_is_flagged(client
     for herb, marker, _days in cases:
         body = await ask(client, f"How often is the {herb} bed watered?", collection="planted-e2e")
         passages = [p for p in body["passages"] if f"The {herb} bed" in p["text"]]
-        assert passages and all(p["injection_spans"] for p in passages), (herb, body["passages"])
+        assert passages, (herb, body["passages"])
+        assert all(p["injection_spans"] for p in passages), (herb, body["passages"])
         if marker in body["answer"] or any(0xE0000 <= ord(c) <= 0xE007F for c in body["answer"]):
             reached.append((herb, body["answer"]))
         if not body["flags"]["injection_suspected"]:
             unflagged.append(herb)
-    assert reached == [] and unflagged == []
+    assert reached == []
+    assert unflagged == []
 
 
 async def test_the_fact_beside_invisible_tag_letters_is_still_answered(client: httpx.AsyncClient) -> None:
@@ -171,4 +182,5 @@ async def test_the_fact_beside_invisible_tag_letters_is_still_answered(client: h
     herb, _marker, days = cases[index]
     body = await ask(client, f"How often is the {herb} bed watered?", collection="planted-e2e")
     assert f"every {days} days" in body["answer"], body["answer"]
-    assert body["flags"]["refused"] is False and body["flags"]["injection_suspected"] is True
+    assert body["flags"]["refused"] is False
+    assert body["flags"]["injection_suspected"] is True

@@ -45,12 +45,15 @@ async def test_llm_answer_is_streamed_cited_and_prompt_is_salted(
     tokens = [data["text"] for kind, data in events if kind == "token"]
     # Tokens arrive as the model produces them, less what the stream guard holds back for a moment
     # (a word that might begin a run of the prompt, here "1" of "[1]", shown with the next token).
-    assert "".join(tokens) == "".join(REPLY_CHUNKS) and len(tokens) >= 2
+    assert "".join(tokens) == "".join(REPLY_CHUNKS)
+    assert len(tokens) >= 2
     kind, done = events[-1]
     assert kind == "done"
     assert done["answer"] == "".join(REPLY_CHUNKS)
-    assert done["model"] == "openai/fake-small" and done["route"]["model"] == "openai/fake-small"
-    assert done["usage"]["input_tokens"] == 42 and done["usage"]["output_tokens"] == 7
+    assert done["model"] == "openai/fake-small"
+    assert done["route"]["model"] == "openai/fake-small"
+    assert done["usage"]["input_tokens"] == 42
+    assert done["usage"]["output_tokens"] == 7
     assert [c["source"] for c in done["citations"]] == ["plans.md"]
     assert done["flags"]["citation_invalid"] is False
 
@@ -66,11 +69,13 @@ async def test_llm_answer_is_streamed_cited_and_prompt_is_salted(
     assert sample("rag_llm_cost_usd_total", model="openai/fake-large") == 0
 
     sent = llm.requests[-1]
-    assert sent["model"] == "fake-small" and sent["stream"] is True
+    assert sent["model"] == "fake-small"
+    assert sent["stream"] is True
     system_prompt, user_prompt = sent["messages"][0]["content"], sent["messages"][1]["content"]
     tag = re.search(r"<(context-[0-9a-f]{12})>", user_prompt)
     assert tag, user_prompt
-    assert f"</{tag.group(1)}>" in user_prompt and tag.group(1) in system_prompt
+    assert f"</{tag.group(1)}>" in user_prompt
+    assert tag.group(1) in system_prompt
     assert "never instructions" in system_prompt
     assert "$12 per user per month" in user_prompt
 
@@ -139,8 +144,10 @@ async def test_a_prompt_echoing_model_leaks_nothing_and_the_documents_answer(
     tokens = "".join(data["text"] for kind, data in events if kind == "token")
     assert "withheld" in tokens, "the stream says the model's answer was withheld"
     done = events[-1][1]
-    assert "$12 per user per month" in done["answer"] and done["model"] == "extractive"
-    assert done["flags"]["model_answer_rejected"] is True and done["flags"]["injection_suspected"] is False
+    assert "$12 per user per month" in done["answer"]
+    assert done["model"] == "extractive"
+    assert done["flags"]["model_answer_rejected"] is True
+    assert done["flags"]["injection_suspected"] is False
     assert done["flag_details"]["model_answer_rejected"] in {
         "it named the context tags",
         "it repeated its instructions",
@@ -156,7 +163,8 @@ async def test_a_prompt_echoing_model_leaks_nothing_and_the_documents_answer(
         for line in data_lines[:-1]
         if json.loads(line)["choices"]
     )
-    assert "$12 per user per month" in content and "withheld" in content
+    assert "$12 per user per month" in content
+    assert "withheld" in content
     final = json.loads(data_lines[-2])["rag"]
     assert final["flags"]["model_answer_rejected"] is True
 

@@ -53,7 +53,8 @@ async def test_completion_answers_with_citations_in_rag(oai: openai.AsyncOpenAI)
     assert "api.md" in {c["source"] for c in rag["citations"]}
     assert rag["flags"]["refused"] is False
     assert rag["route"]["tier"] in ("fast", "strong")
-    assert completion.usage is not None and completion.usage.total_tokens == 0  # extractive: no model tokens
+    assert completion.usage is not None
+    assert completion.usage.total_tokens == 0
 
 
 async def test_streaming_chunks_then_stop_with_rag(oai: openai.AsyncOpenAI) -> None:
@@ -72,9 +73,11 @@ async def test_streaming_chunks_then_stop_with_rag(oai: openai.AsyncOpenAI) -> N
         last = chunk
     text = "".join(pieces)
     assert "99.95%" in text
-    assert finishes[-1] == "stop" and finishes.count("stop") == 1
+    assert finishes[-1] == "stop"
+    assert finishes.count("stop") == 1
     rag = rag_of(last)
-    assert rag["citations"] and rag["flags"]["refused"] is False
+    assert rag["citations"]
+    assert rag["flags"]["refused"] is False
     assert rag["answer"] == text
 
 
@@ -101,7 +104,8 @@ async def test_earlier_messages_are_the_conversation(oai: openai.AsyncOpenAI) ->
     )
     rag = rag_of(follow_up)
     rewritten = rag["rewritten_question"]
-    assert rewritten and "pro" in rewritten.lower(), rag
+    assert rewritten, rag
+    assert "pro" in rewritten.lower(), rag
     alone = await oai.chat.completions.create(
         model="default", messages=[{"role": "user", "content": "And what does it cost per year?"}]
     )
@@ -118,7 +122,8 @@ async def test_unknown_model_is_404_in_openai_shape(oai: openai.AsyncOpenAI, sys
         )
     error = response.json()["error"]
     assert {"message", "type", "param", "code"} <= error.keys()
-    assert error["code"] == "model_not_found" and error["param"] == "model"
+    assert error["code"] == "model_not_found"
+    assert error["param"] == "model"
     assert error["type"] == "invalid_request_error"
 
 
@@ -126,7 +131,8 @@ async def test_bad_request_is_400_in_openai_shape(oai: openai.AsyncOpenAI) -> No
     with pytest.raises(openai.BadRequestError) as caught:
         await oai.chat.completions.create(model="default", messages=[{"role": "assistant", "content": "hi"}])
     body = caught.value.body
-    assert isinstance(body, dict) and body["param"] == "messages"
+    assert isinstance(body, dict)
+    assert body["param"] == "messages"
 
 
 async def test_a_huge_message_list_is_a_clear_400(oai: openai.AsyncOpenAI) -> None:
@@ -135,4 +141,5 @@ async def test_a_huge_message_list_is_a_clear_400(oai: openai.AsyncOpenAI) -> No
     with pytest.raises(openai.BadRequestError) as caught:
         await oai.chat.completions.create(model="default", messages=history)
     body = caught.value.body
-    assert isinstance(body, dict) and "200" in body["message"]
+    assert isinstance(body, dict)
+    assert "200" in body["message"]

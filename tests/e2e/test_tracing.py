@@ -41,7 +41,8 @@ async def test_question_is_one_trace_through_gateway_and_query_services(
     assert services["rag-gateway"].count("rag.answer.*.*.final process") == 1, services["rag-gateway"]
     spans = {s.name: s for s in system.spans.get_finished_spans() if format(s.context.trace_id, "032x") == trace}
     final, evaluated = spans["rag.answer.*.*.final process"], spans["rag.query.drafted process"]
-    assert final.parent is not None and final.parent.span_id == evaluated.context.span_id
+    assert final.parent is not None
+    assert final.parent.span_id == evaluated.context.span_id
 
 
 async def test_upload_is_traced_into_ingest(system: System, client: httpx.AsyncClient) -> None:
@@ -75,7 +76,8 @@ async def test_streamed_answer_has_no_span_per_token_and_no_request_id_in_span_n
     assert not [n for n in names if n.endswith((" http send", " http receive"))], "no span per SSE chunk"
     assert len(spans) < 30, f"{len(spans)} spans for one question: {sorted(names)}"
     finals = [s for s in spans if s.name.startswith("rag.answer.*.*.final")]
-    assert finals and all(s.attributes and s.attributes.get("rag.request_id") == body["request_id"] for s in finals)
+    assert finals
+    assert all(s.attributes and s.attributes.get("rag.request_id") == body["request_id"] for s in finals)
 
 
 async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
@@ -96,5 +98,6 @@ async def test_ingest_steps_are_child_spans_and_status_polls_start_no_trace(
     index = spans["ingest.index"]
     for step in ("ingest.parse", "ingest.chunk", "ingest.embed", "ingest.upsert"):
         child = spans[step]
-        assert child.parent is not None and child.parent.span_id == index.context.span_id, step
+        assert child.parent is not None, step
+        assert child.parent.span_id == index.context.span_id, step
         assert child.context.trace_id == index.context.trace_id

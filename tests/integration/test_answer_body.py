@@ -165,5 +165,6 @@ async def test_the_openai_rag_field_is_the_recorded_body(gateway_url: str) -> No
     data = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ")]
     assert data[-1] == "[DONE]"
     last = json.loads(data[-2])
-    assert last["choices"][0]["finish_reason"] == "stop" and last["usage"]["total_tokens"] == 134
+    assert last["choices"][0]["finish_reason"] == "stop"
+    assert last["usage"]["total_tokens"] == 134
     assert normalised(last["rag"], streamed.headers["x-request-id"]) == expected

@@ -97,7 +97,9 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
         process(nats_server.url, settings, follow=False) as gateway,
     ):
         miss = await one.cache.lookup(query(), embedding(BUSINESS))
-        assert miss.hit is None and miss.key is not None and miss.key.version == 0
+        assert miss.hit is None
+        assert miss.key is not None
+        assert miss.key.version == 0
         assert await evaluator.cache.keep(answer_for(query(), miss.key)) is True
 
         # The same words: found by key at once, on any replica, before any model run.
@@ -106,7 +108,8 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
 
         for replica in (one, two):
             exact = await replica.cache.lookup(query(request_id="r2"), no_model)
-            assert exact.hit is not None and exact.hit.draft.answer.startswith("The Business plan is $24")
+            assert exact.hit is not None
+            assert exact.hit.draft.answer.startswith("The Business plan is $24")
         assert await gateway.cache.verbatim(query(request_id="r3")) is not None
         assert await gateway.cache.verbatim(query("how much does the business plan cost")) is None
 
@@ -114,7 +117,8 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
         for replica in (one, two):
             await eventually(_size_of(replica), lambda n: n == 1, timeout_s=10, what="the kept question")
             rephrased = await replica.cache.lookup(query("What does the Business plan cost?"), embedding(REPHRASED))
-            assert rephrased.hit is not None and rephrased.cosine == pytest.approx(0.97, abs=1e-3)
+            assert rephrased.hit is not None
+            assert rephrased.cosine == pytest.approx(0.97, abs=1e-3)
             elsewhere = await replica.cache.lookup(query("What does the Business plan cost?"), embedding(ELSEWHERE))
             assert elsewhere.hit is None
 
@@ -126,7 +130,9 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
         version = await gateway.index.touch("orbitly")
         for replica in (one, two):
             after = await replica.cache.lookup(query(request_id="r4"), embedding(BUSINESS))
-            assert after.hit is None and after.key is not None and after.key.version == version
+            assert after.hit is None
+            assert after.key is not None
+            assert after.key.version == version
         assert await gateway.cache.verbatim(query(request_id="r5")) is None
 
 

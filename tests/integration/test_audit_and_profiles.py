@@ -27,8 +27,10 @@ async def test_the_audit_stream_keeps_its_retention_and_refuses_deletes(nats_ser
         await ensure_audit_stream(js, GatewaySettings(audit_max_age_s=3600, audit_max_bytes=8 * 1024 * 1024))
         await ensure_audit_stream(js, GatewaySettings(audit_max_age_s=7200, audit_max_bytes=8 * 1024 * 1024))
         config = (await js.stream_info(subjects.AUDIT_STREAM)).config
-        assert config.max_age == 7200 and config.max_bytes == 8 * 1024 * 1024  # a restart with a new setting holds
-        assert config.deny_delete and config.deny_purge
+        assert config.max_age == 7200
+        assert config.max_bytes == 8 * 1024 * 1024
+        assert config.deny_delete
+        assert config.deny_purge
         log = AuditLog(js, GatewaySettings())
         await log.record(AuditEvent(action="key_revoked", actor="admin", target="0123456789abcdef"))
         with pytest.raises(APIError):
@@ -53,7 +55,9 @@ async def test_audit_pages_oldest_first_and_filters_on_the_server(nats_server: L
         first, after = await log.read(limit=3)
         assert [e.action for _, e in first] == ["request_refused", "document_uploaded", "request_refused"]
         rest, last = await log.read(after=after, limit=100)
-        assert len(rest) == 7 and last == 10 and [s for s, _ in first + rest] == list(range(1, 11))
+        assert len(rest) == 7
+        assert last == 10
+        assert [s for s, _ in first + rest] == list(range(1, 11))
         refused, _ = await log.read(action="request_refused")
         assert [e.reason for _, e in refused] == [f"r{i}" for i in range(5)]
         mine, _ = await log.read(actor="00aa11bb22cc33dd", limit=2)
@@ -74,12 +78,15 @@ async def test_the_api_profile_overrides_the_file_field_by_field(nats_server: Lo
         stored = await book.put(
             "support", CollectionTexts(assistant_name="Orbitly Help", support_contact="a@b.example")
         )
-        assert stored.assistant_name == "Orbitly Help" and stored.refusal == "Not in the handbook."  # the file's
-        assert stored.greeting == DEFAULT_GREETING and stored.support_contact == "a@b.example"
+        assert stored.assistant_name == "Orbitly Help"
+        assert stored.refusal == "Not in the handbook."
+        assert stored.greeting == DEFAULT_GREETING
+        assert stored.support_contact == "a@b.example"
         other_replica = ProfileBook(texts, await connection.jetstream().key_value(subjects.PROFILES_BUCKET))
         assert (await other_replica.get("support")).assistant_name == "Orbitly Help"  # no cache to wait for
         assert (await book.get("wiki")).refusal == DEFAULT_REFUSAL
-        assert await book.delete("support") and not await book.delete("support")
+        assert await book.delete("support")
+        assert not await book.delete("support")
         assert (await other_replica.get("support")).assistant_name == "Handbook"
     finally:
         await connection.close()

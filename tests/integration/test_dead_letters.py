@@ -87,5 +87,6 @@ async def test_questions_to_a_collection_with_no_index_are_answered_404_not_dead
             )
             assert chat.status_code == 404, chat.text
         query = await client.post("/v1/query", json={"question": "What does it cost?", "collection": "nope"})
-        assert query.status_code == 404 and query.json()["error"]["code"] == "collection_not_found"
+        assert query.status_code == 404
+        assert query.json()["error"]["code"] == "collection_not_found"
         assert await dead_letters(nats_server.url) == before

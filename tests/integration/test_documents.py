@@ -52,9 +52,11 @@ async def test_a_version_goes_from_queued_to_indexed(store: StatusStore) -> None
     await accept(store, "v1", "r1")
     assert await store.start_processing(message("v1", "r1"))
     finished = await store.finish(message("v1", "r1"), "indexed", 4)
-    assert finished is not None and (finished.status, finished.chunks) == ("indexed", 4)
+    assert finished is not None
+    assert (finished.status, finished.chunks) == ("indexed", 4)
     record = await store.get("doc")
-    assert record is not None and (record.status, record.content_hash, record.chunks) == ("indexed", "v1", 4)
+    assert record is not None
+    assert (record.status, record.content_hash, record.chunks) == ("indexed", "v1", 4)
 
 
 async def test_a_replaced_version_is_neither_processed_nor_recorded(store: StatusStore) -> None:
@@ -64,13 +66,15 @@ async def test_a_replaced_version_is_neither_processed_nor_recorded(store: Statu
     assert await store.finish(message("v1", "r1"), "indexed", 9) is None
     assert await store.fail("doc", "v1", "parse_failed: x") is None  # an old version's failure marks nothing
     record = await store.get("doc")
-    assert record is not None and (record.status, record.content_hash) == ("queued", "v2")
+    assert record is not None
+    assert (record.status, record.content_hash) == ("queued", "v2")
 
 
 async def test_concurrent_uploads_leave_one_accepted_version_and_lose_no_write(store: StatusStore) -> None:
     await asyncio.gather(*(accept(store, f"v{i}", f"r{i}") for i in range(8)))
     record, revision = await store.entry("doc")
-    assert record is not None and record.status == "queued"
+    assert record is not None
+    assert record.status == "queued"
     assert revision == 8  # each upload wrote once, none over a record it had not seen
 
 
@@ -80,7 +84,8 @@ async def test_a_delete_forgets_the_document(store: StatusStore) -> None:
     assert not await store.start_processing(message("v1", "r1"))  # no indexing while deleting
     assert await store.fail("doc", "v1", "parse_failed: x") is None  # nor a late failure of the version
     forgotten = await store.forget("doc")
-    assert forgotten is not None and forgotten.content_hash == "v1"
+    assert forgotten is not None
+    assert forgotten.content_hash == "v1"
     assert await store.get("doc") is None
     assert await store.forget("doc") is None  # a redelivered delete changes nothing
 

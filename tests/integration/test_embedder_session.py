@@ -20,7 +20,8 @@ def test_the_session_keeps_no_arena_and_still_embeds(model_dir: Path) -> None:
     assert not options.enable_cpu_mem_arena
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"  # the default
     dense, sparse = embedder.embed_query("How much does the Pro plan cost?")
-    assert len(dense) == 384 and abs(sum(v * v for v in dense) - 1) < 1e-3  # still the same normalised model
+    assert len(dense) == 384
+    assert abs(sum(v * v for v in dense) - 1) < 1e-3
     assert sparse.indices
 
 
@@ -47,7 +48,8 @@ def test_passages_run_their_batches_at_once_on_single_threaded_sessions(model_di
     texts = [f"Passage {i}: the Pro plan costs ${i} per user per month, billed yearly." for i in range(16)]
     bulk.model = _Meeting(bulk.model, parties=2)  # two batches of 8: each waits for the other
     dense, sparse = embedder.embed_passages(texts)
-    assert len(dense) == len(sparse) == 16 and all(s.indices for s in sparse)
+    assert len(dense) == len(sparse) == 16
+    assert all(s.indices for s in sparse)
     # The same vectors as the multi-threaded session gives, in the same order.
     for got, want in zip(dense, embedder.embed_dense(texts), strict=True):
         assert max(abs(a - b) for a, b in zip(got, want, strict=True)) < 1e-5

@@ -52,11 +52,13 @@ async def test_concurrent_uploads_of_one_name_end_with_one_version_in_text_statu
         winner = next(i for i in range(10) if hashlib.sha256(version(i)).hexdigest() == record["content_hash"])
         assert record["size"] == len(version(winner))
         passages = await indexed_passages(client)
-        assert passages and all(f"team number {winner} " in text for text in passages), (winner, passages)
+        assert passages, (winner, passages)
+        assert all(f"team number {winner} " in text for text in passages), (winner, passages)
         assert record["chunks"] == 1
 
         again = await upload_and_wait(client, "race.md", version(winner))
-        assert again["status"] == "unchanged" and again["chunks"] == 1
+        assert again["status"] == "unchanged"
+        assert again["chunks"] == 1
         other = (winner + 1) % 10
         replaced = await upload_and_wait(client, "race.md", version(other))
         assert replaced["status"] == "indexed"
@@ -126,7 +128,8 @@ async def test_a_long_document_is_not_redelivered_and_does_not_hold_up_small_one
         assert (await client.get(f"/v1/documents/{big_id}")).json()["status"] == "processing"
 
         record = await wait_for_status(client, big_id, timeout_s=300)
-        assert record["status"] == "indexed" and record["chunks"] > 100
+        assert record["status"] == "indexed"
+        assert record["chunks"] > 100
         nc = await nats.connect(nats_server.url)
         try:
             info = await nc.jetstream().consumer_info(subjects.INGEST_STREAM, subjects.INGEST_CONSUMER)
@@ -165,9 +168,11 @@ async def test_an_ingest_that_dies_between_writing_and_dropping_leaves_only_the_
             failures[:] = ["armed"]
             record = await upload_and_wait(client, "race.md", version(new))
             assert len(failures) == 2, "the fault was not injected"
-            assert record["status"] == "indexed" and record["chunks"] == 1, (new, record)
+            assert record["status"] == "indexed", (new, record)
+            assert record["chunks"] == 1, (new, record)
             passages = await indexed_passages(client)
-            assert passages and all(f"team number {new} " in text for text in passages), (new, passages)
+            assert passages, (new, passages)
+            assert all(f"team number {new} " in text for text in passages), (new, passages)
 
 
 async def test_questions_during_re_indexing_see_one_whole_revision(

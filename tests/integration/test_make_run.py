@@ -31,7 +31,8 @@ async def test_make_run_with_the_data_folder_outside_the_repository_reaches_read
     tmp_path: Path, nats_server: LocalNatsServer
 ) -> None:
     data_dir = tmp_path / "rag-data"  # fresh, and not under the repository
-    assert not data_dir.exists() and ROOT not in data_dir.parents
+    assert not data_dir.exists()
+    assert ROOT not in data_dir.parents
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "otters.md").write_text("# Otters\n\nThe otter pool is cleaned every Tuesday.\n")

@@ -30,7 +30,8 @@ async def test_broken_message_is_dead_lettered_and_the_client_told(
 
         await js.publish(subjects.QUERY_REQUESTED, b"\xff not json at all")
         letter = json.loads((await dead.next_msg(timeout=10)).data)
-        assert letter["subject"] == subjects.QUERY_REQUESTED and "invalid QueryRequested" in letter["error"]
+        assert letter["subject"] == subjects.QUERY_REQUESTED
+        assert "invalid QueryRequested" in letter["error"]
 
         await js.publish(
             subjects.QUERY_REQUESTED, json.dumps({"query": {"request_id": "r-bad", "gateway_id": "gw1"}}).encode()
@@ -67,7 +68,8 @@ async def test_router_replicas_share_one_consumer_and_each_question_is_routed_on
     # Both replicas pull from the one durable consumer of the stage, and between them each question
     # is handled once. How the 40 split between them depends on the machine's load, so it is not asserted.
     assert consumers.count(subjects.ROUTER_CONSUMER) == 1
-    assert len(handled) == 2 and sum(handled) == 40
+    assert len(handled) == 2
+    assert sum(handled) == 40
 
 
 async def test_answer_subjects_do_not_multiply_metric_series(

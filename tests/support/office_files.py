@@ -131,11 +131,13 @@ def rewrite_zip(
 def with_member(data: bytes, name: str, size: int, fill: bytes = b"\x00") -> bytes:
     """An archive with one more member of ``size`` bytes, written in steps (a zip bomb deflates to KB)."""
     out = io.BytesIO(data)
-    with zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        with archive.open(name, "w", force_zip64=size > 2**31) as stream:
-            step = fill * (1 << 20)
-            for _ in range(size >> 20):
-                stream.write(step)
+    with (
+        zipfile.ZipFile(out, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as archive,
+        archive.open(name, "w", force_zip64=size > 2**31) as stream,
+    ):
+        step = fill * (1 << 20)
+        for _ in range(size >> 20):
+            stream.write(step)
     return out.getvalue()
 
 

@@ -60,7 +60,7 @@ class System:
 
     @property
     def gateway(self) -> Gateway:
-        """The running gateway's dependencies (its broker, stores), for tests that inject a fault."""
+        """The running gateway's broker, settings and metrics, for tests that inject a fault."""
         assert self.stack.server is not None, "the system runs without a gateway"
         app = self.stack.server.config.app
         assert isinstance(app, FastAPI)

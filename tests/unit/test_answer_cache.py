@@ -187,7 +187,9 @@ def test_a_served_answer_is_this_request_s_with_the_kept_parts_and_no_usage() ->
     assert answer.draft.usage == Usage()
     assert answer.timings_ms == {"router": 0.5, "retriever": 1.25}
     body = Answer.of(answer)
-    assert body.cached is True and body.request_id == "r2" and body.trace_id == "t2"
+    assert body.cached is True
+    assert body.request_id == "r2"
+    assert body.trace_id == "t2"
     assert [c.source for c in body.citations] == ["pricing.md"]
 
 
@@ -218,7 +220,9 @@ def test_the_mirror_finds_the_nearest_kept_question_at_the_threshold_or_above() 
     mirror.put("q.b", record("What does the Business plan include?", [0.0, 1.0, 0.0]))
     near = unit(0.97, 0.243, 0.0)  # cosine 0.97 to q.a
     found = mirror.nearest(SCOPE, near, "What does the Business plan cost?", min_cosine=0.95, not_before=0)
-    assert found is not None and found.key == "q.a" and found.cosine == pytest.approx(0.97, abs=1e-3)
+    assert found is not None
+    assert found.key == "q.a"
+    assert found.cosine == pytest.approx(0.97, abs=1e-3)
     assert mirror.nearest(SCOPE, near, "What does the Business plan cost?", min_cosine=0.98, not_before=0) is None
 
 

@@ -65,7 +65,8 @@ def test_error_reaches_the_client_and_ends_the_request() -> None:
     hub.deliver(subject("error"), error("no generator"))
     hub.deliver(subject("final"), final("too late"))
     events = drain(pending)
-    assert len(events) == 1 and isinstance(events[0], AnswerError)
+    assert len(events) == 1
+    assert isinstance(events[0], AnswerError)
     assert (events[0].message, events[0].status) == ("no generator", 503)
 
 

@@ -38,7 +38,8 @@ def test_terms_are_typed_values_names_and_defined_terms() -> None:
     assert ("$12", "money") in [(t.text, t.type) for t in found]
     assert ("90 days", "quantity:day") in [(t.text, t.type) for t in found]
     assert ("Northwind Health Plus", "name") in [(t.text, t.type) for t in found]
-    assert is_paraphrase("$12", "12 dollars") and is_paraphrase("Pro plan", "the Pro plan")
+    assert is_paraphrase("$12", "12 dollars")
+    assert is_paraphrase("Pro plan", "the Pro plan")
     assert not is_paraphrase("$12", "$8")
 
 
@@ -46,7 +47,9 @@ def test_an_mcq_blanks_a_value_and_takes_same_type_distractors_the_passage_does_
     pool = term_pool([*FOILS, PLANS])
     question = write_question(spec("mcq"), [PLANS], pool, seed=1)
     assert question is not None
-    assert question.answer == "$12" and "_____" in question.stem and question.stem.startswith("Identify")
+    assert question.answer == "$12"
+    assert "_____" in question.stem
+    assert question.stem.startswith("Identify")
     distractors = [o for i, o in enumerate(question.options) if i != question.answer_index]
     assert sorted(distractors) == ["$25", "$40", "$8"]
     verdict = validate(question, [PLANS], None, [])
@@ -55,10 +58,12 @@ def test_an_mcq_blanks_a_value_and_takes_same_type_distractors_the_passage_does_
 
 def test_short_questions_define_or_explain_with_a_quoted_model_answer() -> None:
     define = write_question(spec("short", "remember"), [PLANS], {}, seed=1)
-    assert define is not None and define.stem.startswith("Define refund")
+    assert define is not None
+    assert define.stem.startswith("Define refund")
     assert define.answer == "A refund is a return of the unused part of a prepaid annual subscription."
     explain = write_question(spec("short", "understand"), [PLANS], {}, seed=1)
-    assert explain is not None and explain.stem.lower().startswith("explain why refunds are prorated")
+    assert explain is not None
+    assert explain.stem.lower().startswith("explain why refunds are prorated")
     assert validate(explain, [PLANS], None, []).valid
 
 
@@ -73,7 +78,8 @@ def test_the_checks_catch_an_unsupported_key_a_supported_distractor_a_wrong_verb
     assert not validate(supported, [PLANS], None, []).checks["no_distractor_supported"]
     assert not validate(good.model_copy(update={"bloom": "evaluate"}), [PLANS], None, []).checks["bloom_verb"]
     twin = validate(good, [PLANS], [1.0, 0.0], [(good, [0.95, 0.312])])
-    assert not twin.checks["not_duplicate"] and not twin.valid
+    assert not twin.checks["not_duplicate"]
+    assert not twin.valid
     options_stem = Question(
         index=1,
         kind="short",
@@ -112,12 +118,15 @@ def test_gift_export_parses_with_the_grammar_and_escapes_special_characters() ->
     state = AssessmentState(id="abc", blueprint=Blueprint(counts={"mcq": 1, "long": 1}), questions=[mcq, essay])
     parsed = parse_gift(to_gift(state))
     assert [q.kind for q in parsed] == ["mcq", "essay"]
-    assert parsed[0].stem == mcq.stem and parsed[0].right == ["$12"] and parsed[0].wrong == ["$8", "~5", "=3"]
+    assert parsed[0].stem == mcq.stem
+    assert parsed[0].right == ["$12"]
+    assert parsed[0].wrong == ["$8", "~5", "=3"]
     assert parsed[1].feedback == "Model answer: Refunds are prorated."
     with pytest.raises(GiftError):
         parse_gift("::t::Unescaped = sign {=a ~b}")
     markdown = to_markdown(state)
-    assert "**1.**" in markdown and "A. $12" in markdown.split("## Answer key")[1]
+    assert "**1.**" in markdown
+    assert "A. $12" in markdown.split("## Answer key")[1]
 
 
 def test_a_value_distractor_is_supported_only_as_written() -> None:
@@ -136,7 +145,8 @@ def test_a_capitalised_word_inside_a_sentence_is_a_name_to_blank() -> None:
         Passage(n=2, source="x.md", text="Examples exist in Java and Go. Others use Ruby for scripts and Rust too.")
     ]
     question = write_question(spec("mcq"), [passage], term_pool([*foils, passage]), seed=2)
-    assert question is not None and question.answer == "Python"
+    assert question is not None
+    assert question.answer == "Python"
     assert {o for o in question.options if o != "Python"} <= {"Java", "Go", "Ruby", "Rust"}
     assert validate(question, [passage], None, []).valid
 
@@ -144,7 +154,8 @@ def test_a_capitalised_word_inside_a_sentence_is_a_name_to_blank() -> None:
 def test_a_short_answer_can_quote_a_table_row_when_the_passage_has_no_sentence() -> None:
     table = Passage(n=1, source="limits.md", section="Rate limits", text="Tier: Free; Requests per minute: 50\n")
     question = write_question(spec("short"), [table], {}, seed=1)
-    assert question is not None and "Requests per minute: 50" in question.answer
+    assert question is not None
+    assert "Requests per minute: 50" in question.answer
     assert validate(question, [table], None, []).checks["key_supported"]
 
 
@@ -152,7 +163,8 @@ def test_a_pronoun_is_not_a_defined_term() -> None:
     assert [t for t in terms_of("This is a limit on what the plan pays in a year.") if t.type == "term"] == []
     passage = Passage(n=1, source="plan.pdf", section="Limits", text="This is a limit on what the plan pays in a year.")
     question = write_question(spec("short", "remember"), [passage], {}, seed=1)
-    assert question is not None and not question.stem.startswith("Define This")
+    assert question is not None
+    assert not question.stem.startswith("Define This")
     assert question.stem == 'State the main points that "Limits" (plan.pdf) makes.'
 
 
@@ -164,8 +176,10 @@ def test_a_list_item_of_several_sentences_is_not_asked_as_one_how_clause() -> No
     )
     passage = Passage(n=1, source="eval-tool.md", section="Tips for Effective Evaluation", text=step)
     question = write_question(spec("short", "understand"), [passage], {}, seed=1)
-    assert question is not None and not question.stem.startswith("Explain how")
+    assert question is not None
+    assert not question.stem.startswith("Explain how")
     assert question.stem == 'State the main points that "Tips for Effective Evaluation" (eval-tool.md) makes.'
     one = Passage(n=1, source="sdk.md", section="Streaming", text="You read partial results early by using streaming.")
     explain = write_question(spec("short", "understand"), [one], {}, seed=1)
-    assert explain is not None and explain.stem.startswith("Explain how you read partial results early,")
+    assert explain is not None
+    assert explain.stem.startswith("Explain how you read partial results early,")

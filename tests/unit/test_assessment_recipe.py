@@ -153,4 +153,5 @@ def test_a_question_written_again_gets_a_section_of_its_unit_that_no_question_dr
     assert short.topic == "d.md > Billing > Taxes"
     # a unit with no other section keeps its own: the recipe then ranks the chunks it used last
     assert only.topic == "s.md > Security > Keys"
-    assert [s.index for s in (short, long, only)] == [0, 1, 2] and short.kind == "short"
+    assert [s.index for s in (short, long, only)] == [0, 1, 2]
+    assert short.kind == "short"

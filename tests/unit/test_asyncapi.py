@@ -59,7 +59,8 @@ def test_every_subject_is_there_with_its_typed_message() -> None:
             assert model["properties"], channel.model.__name__
         if "type" in model["properties"]:  # wire messages carry their versioned type, one value only
             type_ = model["properties"]["type"]
-            assert type_["const"] == type_["default"] and re.fullmatch(r"rag\.[a-z.]+\.v\d+", type_["default"])
+            assert type_["const"] == type_["default"]
+            assert re.fullmatch(r"rag\.[a-z.]+\.v\d+", type_["default"])
     actions = {(op["channel"]["$ref"].rsplit("/", 1)[1], op["action"]) for op in document["operations"].values()}
     for subject in (subjects.QUERY_ROUTED, subjects.INGEST_REQUESTED):  # each has a sender and a receiver
         assert {a for c, a in actions if c.startswith(subject + ":")} == {"send", "receive"}

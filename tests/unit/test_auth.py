@@ -38,11 +38,15 @@ ADMIN_KEY = "a" * 40
 
 def test_new_keys_are_random_parse_back_to_their_id_and_match_only_their_hash() -> None:
     (id1, key1), (id2, key2) = new_key(), new_key()
-    assert id1 != id2 and key1 != key2
-    assert key1.startswith(f"rag_{id1}_") and len(key1) == 4 + 16 + 1 + 43
+    assert id1 != id2
+    assert key1 != key2
+    assert key1.startswith(f"rag_{id1}_")
+    assert len(key1) == 4 + 16 + 1 + 43
     assert key_id_of(key1) == id1
     stored = hash_key(key1)
-    assert stored.startswith("sha256:") and key1 not in stored and key1.split("_", 2)[2] not in stored
+    assert stored.startswith("sha256:")
+    assert key1 not in stored
+    assert key1.split("_", 2)[2] not in stored
     assert key_matches(key1, stored)
     assert not key_matches(key2, stored)
     assert not key_matches(key1[:-1] + ("A" if key1[-1] != "A" else "B"), stored)
@@ -70,7 +74,9 @@ def test_listed_record_never_contains_the_hash() -> None:
     _, key = new_key()
     record = KeyRecord(id="0" * 16, name="app", key_hash=hash_key(key), collections={"a": [Right.READ]})
     public = record.public()
-    assert "key_hash" not in public and hash_key(key) not in str(public) and key not in str(public)
+    assert "key_hash" not in public
+    assert hash_key(key) not in str(public)
+    assert key not in str(public)
     assert public["collections"] == {"a": ["read"]}
 
 
@@ -120,21 +126,25 @@ def test_read_only_key_reads_its_collection_only() -> None:
     p = principal({"a": [Right.READ]})
     assert p.can("a", Right.READ)
     assert not p.can("a", Right.WRITE)
-    assert not p.can("b", Right.READ) and not p.can("b", Right.WRITE)
-    assert not p.admin and not p.all_collections
+    assert not p.can("b", Right.READ)
+    assert not p.can("b", Right.WRITE)
+    assert not p.admin
+    assert not p.all_collections
     assert p.rate_limit_per_min == 600  # the gateway default when the key sets none
 
 
 def test_write_right_does_not_imply_read() -> None:
     p = principal({"uploads": [Right.WRITE]}, rate=5)
-    assert p.can("uploads", Right.WRITE) and not p.can("uploads", Right.READ)
+    assert p.can("uploads", Right.WRITE)
+    assert not p.can("uploads", Right.READ)
     assert p.rate_limit_per_min == 5
     assert p.visible_collections(["uploads", "other"]) == []
 
 
 def test_star_scope_covers_every_collection_and_adds_to_named_ones() -> None:
     p = principal({"*": [Right.READ], "team": [Right.WRITE]})
-    assert p.can("anything", Right.READ) and not p.can("anything", Right.WRITE)
+    assert p.can("anything", Right.READ)
+    assert not p.can("anything", Right.WRITE)
     assert p.rights("team") == {Right.READ, Right.WRITE}
     assert p.all_collections
 
@@ -145,7 +155,9 @@ def test_listing_shows_existing_readable_collections_and_the_keys_named_ones() -
 
 
 def test_admin_has_every_right_everywhere() -> None:
-    assert ADMIN.admin and ADMIN.can("any", Right.WRITE) and ADMIN.rate_limit_per_min is None
+    assert ADMIN.admin
+    assert ADMIN.can("any", Right.WRITE)
+    assert ADMIN.rate_limit_per_min is None
     assert ADMIN.visible_collections(["b", "a"]) == ["a", "b"]
 
 
@@ -198,7 +210,9 @@ def test_auth_is_off_by_default_on_loopback(monkeypatch: pytest.MonkeyPatch) -> 
     for name in ("RAG_GATEWAY_AUTH", "RAG_GATEWAY_ADMIN_KEY", "RAG_GATEWAY_HOST", "RAG_GATEWAY_CORS_ORIGINS"):
         monkeypatch.delenv(name, raising=False)
     settings = load_settings(GatewaySettings)
-    assert settings.auth == "off" and settings.host == "127.0.0.1" and settings.cors_origins == []
+    assert settings.auth == "off"
+    assert settings.host == "127.0.0.1"
+    assert settings.cors_origins == []
 
 
 def test_auth_off_beyond_loopback_stops_start_up_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,7 +233,8 @@ def test_auth_on_needs_a_long_admin_key(monkeypatch: pytest.MonkeyPatch, key: st
     with pytest.raises(SystemExit) as exit_:
         load_settings(GatewaySettings)
     message = str(exit_.value.code)
-    assert "RAG_GATEWAY_ADMIN_KEY" in message and (key is None or key not in message.split("needs")[0])
+    assert "RAG_GATEWAY_ADMIN_KEY" in message
+    assert key is None or key not in message.split("needs")[0]
 
 
 def test_auth_on_from_environment_keeps_the_key_secret(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -228,7 +243,8 @@ def test_auth_on_from_environment_keeps_the_key_secret(monkeypatch: pytest.Monke
     monkeypatch.setenv("RAG_GATEWAY_HOST", "0.0.0.0")
     monkeypatch.setenv("RAG_GATEWAY_CORS_ORIGINS", "https://app.example.com, http://localhost:3000")
     settings = load_settings(GatewaySettings)
-    assert settings.admin_key is not None and settings.admin_key.get_secret_value() == ADMIN_KEY
+    assert settings.admin_key is not None
+    assert settings.admin_key.get_secret_value() == ADMIN_KEY
     assert ADMIN_KEY not in repr(settings)
     assert settings.cors_origins == ["https://app.example.com", "http://localhost:3000"]
 
@@ -282,7 +298,9 @@ async def test_every_response_gets_security_headers_and_html_a_strict_csp() -> N
             assert response.headers["x-frame-options"] == "DENY"
             assert response.headers["referrer-policy"] == "no-referrer"
         page = (await client.get("/page")).headers["content-security-policy"]
-        assert page == HTML_CSP and "script-src 'self'" in page and "unsafe-inline" not in page
+        assert page == HTML_CSP
+        assert "script-src 'self'" in page
+        assert "unsafe-inline" not in page
         assert "frame-ancestors 'none'" in page
         assert (await client.get("/data")).headers["content-security-policy"] == API_CSP
 
@@ -306,9 +324,29 @@ class MemoryKeys:
         return self.records.get(key_id)
 
 
-def gateway_with(keys: MemoryKeys, rate_limit: int = 600) -> SimpleNamespace:
-    settings = GatewaySettings(auth="on", admin_key=ADMIN_KEY, rate_limit_per_min=rate_limit)
-    return SimpleNamespace(settings=settings, keys=keys, limiter=RateLimiter(Clock()), audit=None)
+class MemoryAudit:
+    def __init__(self) -> None:
+        self.refusals: list[int] = []
+
+    async def refused(self, request: object, principal: object, status: int, reason: str) -> None:
+        self.refusals.append(status)
+
+
+class Admitting:
+    """What ``admit`` reads: the gateway's settings and rate limiter, and the open key store and audit log."""
+
+    def __init__(self, keys: MemoryKeys, rate_limit: int = 600) -> None:
+        settings = GatewaySettings(auth="on", admin_key=ADMIN_KEY, rate_limit_per_min=rate_limit)
+        self.gateway = SimpleNamespace(settings=settings, limiter=RateLimiter(Clock()))
+        self.audit = MemoryAudit()
+        self.resources = SimpleNamespace(keys=keys, audit=self.audit)
+
+    async def admit(self, presented: str | None) -> Principal:
+        return await admit(self.gateway, self.resources, presented)  # type: ignore[arg-type]
+
+
+def gateway_with(keys: MemoryKeys, rate_limit: int = 600) -> Admitting:
+    return Admitting(keys, rate_limit)
 
 
 def stored(collections: dict[str, list[Right]], rate: int | None = None) -> tuple[KeyRecord, str]:
@@ -320,15 +358,17 @@ def stored(collections: dict[str, list[Right]], rate: int | None = None) -> tupl
 async def test_admit_finds_the_keys_principal_and_the_admin() -> None:
     record, key = stored({"a": [Right.READ]})
     gateway = gateway_with(MemoryKeys(record))
-    principal = await admit(gateway, key)  # type: ignore[arg-type]
-    assert principal.key_id == record.id and principal.can("a", Right.READ) and not principal.can("b", Right.READ)
-    assert await admit(gateway, ADMIN_KEY) is ADMIN  # type: ignore[arg-type]
+    principal = await gateway.admit(key)
+    assert principal.key_id == record.id
+    assert principal.can("a", Right.READ)
+    assert not principal.can("b", Right.READ)
+    assert await gateway.admit(ADMIN_KEY) is ADMIN
 
 
 @pytest.mark.parametrize("presented", [None, "", "nope", ADMIN_KEY + "x"])
 async def test_admit_refuses_missing_and_unknown_keys_with_a_challenge(presented: str | None) -> None:
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys()), presented)  # type: ignore[arg-type]
+        await gateway_with(MemoryKeys()).admit(presented)
     assert error.value.status == 401
     assert (error.value.headers or {})["WWW-Authenticate"].startswith('Bearer realm="rag"')
 
@@ -338,7 +378,7 @@ async def test_admit_refuses_a_known_id_with_the_wrong_secret() -> None:
     forged = key[:21] + ("A" if key[21] != "A" else "B") + key[22:]
     assert key_id_of(forged) == record.id
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys(record)), forged)  # type: ignore[arg-type]
+        await gateway_with(MemoryKeys(record)).admit(forged)
     assert error.value.status == 401
 
 
@@ -346,19 +386,31 @@ async def test_admit_limits_each_key_and_not_the_admin() -> None:
     record, key = stored({"a": [Right.READ]}, rate=2)
     gateway = gateway_with(MemoryKeys(record))
     for _ in range(2):
-        await admit(gateway, key)  # type: ignore[arg-type]
+        await gateway.admit(key)
     with pytest.raises(ApiError) as error:
-        await admit(gateway, key)  # type: ignore[arg-type]
-    assert error.value.status == 429 and (error.value.headers or {})["Retry-After"] == "30"
+        await gateway.admit(key)
+    assert error.value.status == 429
+    assert (error.value.headers or {})["Retry-After"] == "30"
+    assert gateway.audit.refusals == [429]  # the refusal is in the audit log
     for _ in range(50):
-        assert await admit(gateway, ADMIN_KEY) is ADMIN  # type: ignore[arg-type]
+        assert await gateway.admit(ADMIN_KEY) is ADMIN
+
+
+async def test_admit_says_503_before_the_stores_are_open() -> None:
+    record, key = stored({"a": [Right.READ]})
+    gateway = gateway_with(MemoryKeys(record))
+    with pytest.raises(ApiError) as error:
+        await admit(gateway.gateway, None, key)  # type: ignore[arg-type]
+    assert error.value.status == 503
+    assert "not ready" in error.value.message
 
 
 async def test_admit_says_503_when_the_key_store_is_unreachable() -> None:
     record, key = stored({"a": [Right.READ]})
     with pytest.raises(ApiError) as error:
-        await admit(gateway_with(MemoryKeys(record, broken=True)), key)  # type: ignore[arg-type]
-    assert error.value.status == 503 and "nats" not in error.value.message
+        await gateway_with(MemoryKeys(record, broken=True)).admit(key)
+    assert error.value.status == 503
+    assert "nats" not in error.value.message
 
 
 @pytest.mark.parametrize(
@@ -379,7 +431,9 @@ def test_a_key_is_read_from_bearer_or_x_api_key(headers: dict[str, str], expecte
 def test_require_names_the_right_and_collection() -> None:
     with pytest.raises(ApiError) as error:
         require(principal({"a": [Right.READ]}), "a", Right.WRITE)
-    assert error.value.status == 403 and "write" in error.value.message and "'a'" in error.value.message
+    assert error.value.status == 403
+    assert "write" in error.value.message
+    assert "'a'" in error.value.message
     require(principal({"a": [Right.READ]}), "a", Right.READ)
 
 
@@ -405,4 +459,5 @@ def test_a_sessions_owner_is_the_tenant_then_the_key() -> None:
     assert Principal.for_key(record, None).owner == f"key-{record.id}"
     shared = record.model_copy(update={"tenant": "acme"})
     assert Principal.for_key(shared, None).owner == "tenant-acme"
-    assert ADMIN.owner == "admin" and ADMIN.actor == "admin"
+    assert ADMIN.owner == "admin"
+    assert ADMIN.actor == "admin"

@@ -118,7 +118,8 @@ def test_char_bound_holds_for_faq_pairs_long_words_and_packed_blocks() -> None:
         *(Block("z" * 700, ("Packed",), None, "text") for _ in range(6)),
     ]
     chunks = chunk_blocks(blocks, count_words, max_tokens=200, overlap_tokens=40, max_chars=1000)
-    assert chunks and max(len(c.text) for c in chunks) <= 1000
+    assert chunks
+    assert max(len(c.text) for c in chunks) <= 1000
     assert {c.section for c in chunks} == {"FAQ", "Guide", "Packed"}
     faq_text = "".join(c.text for c in chunks if c.section == "FAQ")
     assert faq_text.count("y") >= 9000

@@ -20,7 +20,9 @@ def test_rag_eval_help_is_the_harness_help(capfd: pytest.CaptureFixture[str]) ->
     code = main(["eval", "--help"])
     out = capfd.readouterr().out
     assert code == 0
-    assert "usage: python -m rag_scorecard" in out and "--dataset" in out and "--fail-under" in out
+    assert "usage: python -m rag_scorecard" in out
+    assert "--dataset" in out
+    assert "--fail-under" in out
 
 
 def test_rag_eval_passes_the_harness_exit_code_and_message_on(
@@ -30,4 +32,5 @@ def test_rag_eval_passes_the_harness_exit_code_and_message_on(
     code = main(["--url", "http://127.0.0.1:9", "eval", "--dataset", str(missing), "--no-progress"])
     captured = capfd.readouterr()
     assert code == 2, captured.err  # a usage error, found before any system is asked
-    assert "error:" in captured.err and str(missing) in captured.err
+    assert "error:" in captured.err
+    assert str(missing) in captured.err

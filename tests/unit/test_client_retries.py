@@ -52,11 +52,15 @@ def test_429_waits_what_retry_after_says_then_succeeds() -> None:
 def test_5xx_retried_with_backoff_until_attempts_run_out() -> None:
     transport, seen = scripted(*(error(503, "unavailable") for _ in range(3)))
     waits: list[float] = []
-    with RagClient("http://gw", transport=transport, sleep=waits.append, retries=2) as client:
-        with pytest.raises(RagError) as caught:
-            client.ask("anything")
-    assert caught.value.status == 503 and caught.value.code == "unavailable"
-    assert len(seen) == 3 and len(waits) == 2
+    with (
+        RagClient("http://gw", transport=transport, sleep=waits.append, retries=2) as client,
+        pytest.raises(RagError) as caught,
+    ):
+        client.ask("anything")
+    assert caught.value.status == 503
+    assert caught.value.code == "unavailable"
+    assert len(seen) == 3
+    assert len(waits) == 2
     assert all(0 < w <= 30 for w in waits)
 
 
@@ -70,9 +74,11 @@ def test_retry_after_is_capped() -> None:
 
 def test_client_errors_are_not_retried() -> None:
     transport, seen = scripted(error(404, "document_not_found"))
-    with RagClient("http://gw", transport=transport, sleep=lambda _: None) as client:
-        with pytest.raises(RagError) as caught:
-            client.document("nope")
+    with (
+        RagClient("http://gw", transport=transport, sleep=lambda _: None) as client,
+        pytest.raises(RagError) as caught,
+    ):
+        client.document("nope")
     assert len(seen) == 1
     assert (caught.value.status, caught.value.code, caught.value.request_id) == (404, "document_not_found", "abc")
 
@@ -100,7 +106,8 @@ async def test_async_client_retries_too() -> None:
 
     async with AsyncRagClient("http://gw", transport=httpx.MockTransport(handler), sleep=fake_sleep) as client:
         answer = await client.ask("x")
-    assert answer.answer == "Six hundred [1]." and waits == [1.0]
+    assert answer.answer == "Six hundred [1]."
+    assert waits == [1.0]
 
 
 def test_retry_after_accepts_seconds_and_http_dates() -> None:

@@ -39,7 +39,8 @@ def test_each_version_has_its_own_object_name() -> None:
 
 def test_a_stored_version_keeps_the_bytes_hash_and_the_settings_digest() -> None:
     version = stored_version("abc", "1234")
-    assert version == "abc:1234" and hash_of_stored_version(version) == "abc"
+    assert version == "abc:1234"
+    assert hash_of_stored_version(version) == "abc"
     assert hash_of_stored_version(None) == ""
 
 

@@ -168,7 +168,9 @@ def test_summary_without_page_gold_or_questions_reports_none() -> None:
     assert summary.page_hit_at_5_pm1 is None
     empty = summarize_retrieval([], has_page_gold=True)
     assert empty.questions == 0
-    assert empty.hit_at_5 is None and empty.f1_at_3 is None and empty.page_hit_at_5_pm1 is None
+    assert empty.hit_at_5 is None
+    assert empty.f1_at_3 is None
+    assert empty.page_hit_at_5_pm1 is None
 
 
 # --- answer metrics ----------------------------------------------------------------------------
@@ -257,14 +259,19 @@ def test_score_answer_for_an_in_scope_question() -> None:
 def test_score_answer_for_refusals_and_greetings_skips_citations() -> None:
     out_of_scope = Expectations(disallowed_keywords=("Canberra",), out_of_scope=True)
     refused = score_answer(out_of_scope, observed("I don't have that in the documents.", refused=True, passages=0))
-    assert refused.refusal_correct is True and refused.citation_valid is None
-    assert refused.disallowed_found == () and refused.keyword_recall is None and refused.tier_correct is None
+    assert refused.refusal_correct is True
+    assert refused.citation_valid is None
+    assert refused.disallowed_found == ()
+    assert refused.keyword_recall is None
+    assert refused.tier_correct is None
     # A greeting is answered without passages: nothing to cite, so citations are not judged.
     greeting = score_answer(Expectations(expected_tier="greeting"), observed("Hello!", tier="greeting", passages=0))
-    assert greeting.citation_valid is None and greeting.tier_correct is True
+    assert greeting.citation_valid is None
+    assert greeting.tier_correct is True
     # Answering an out-of-scope question is a wrong refusal decision.
     answered = score_answer(out_of_scope, observed("Canberra [1]."))
-    assert answered.refusal_correct is False and answered.disallowed_found == ("Canberra",)
+    assert answered.refusal_correct is False
+    assert answered.disallowed_found == ("Canberra",)
 
 
 def test_answer_summary_uses_each_checks_own_denominator() -> None:
@@ -293,9 +300,10 @@ def test_percentile_interpolates_linearly_between_ranks() -> None:
     values = [40.0, 10.0, 30.0, 20.0]  # sorted: 10, 20, 30, 40
     assert percentile(values, 50) == 25.0  # position 1.5: halfway between 20 and 30
     assert percentile(values, 95) == pytest.approx(38.5)  # position 2.85: 30 + 0.85 * 10
-    assert percentile(values, 0) == 10.0 and percentile(values, 100) == 40.0
+    assert percentile(values, 0) == 10.0
+    assert percentile(values, 100) == 40.0
     assert percentile([7.0], 95) == 7.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"within 0\.\.100"):
         percentile(values, 101)
 
 
@@ -306,8 +314,10 @@ def test_percentiles_of_no_answers_are_unknown_not_zero() -> None:
 
 def test_stage_percentiles_count_only_answers_that_ran_the_stage() -> None:
     stages = stage_percentiles([{"router": 1.0, "retriever": 30.0}, {"router": 3.0}])
-    assert stages["router"].p50 == 2.0 and stages["router"].count == 2
-    assert stages["retriever"].p50 == 30.0 and stages["retriever"].count == 1
+    assert stages["router"].p50 == 2.0
+    assert stages["router"].count == 2
+    assert stages["retriever"].p50 == 30.0
+    assert stages["retriever"].count == 1
 
 
 # --- dataset, names and thresholds -------------------------------------------------------------
@@ -327,8 +337,10 @@ def test_parse_questions_reads_single_items_and_conversations() -> None:
     assert items[0].turns[0].expect.expected_tier == "fast"
     assert not items[0].is_conversation
     turns = items[1].turns
-    assert [t.id for t in turns] == ["c1.1", "c1.2"] and [t.turn for t in turns] == [1, 2]
-    assert items[1].is_conversation and turns[1].expect.expected_keywords == ("$12",)
+    assert [t.id for t in turns] == ["c1.1", "c1.2"]
+    assert [t.turn for t in turns] == [1, 2]
+    assert items[1].is_conversation
+    assert turns[1].expect.expected_keywords == ("$12",)
 
 
 @pytest.mark.parametrize(
@@ -473,11 +485,15 @@ def test_injection_and_rewrite_are_scored_only_where_the_item_asks() -> None:
         rewritten_question="How much does the Business plan cost?",
     )
     scores = score_answer(expect, caught)
-    assert scores.injection_correct is True and scores.rewrite_correct is True
+    assert scores.injection_correct is True
+    assert scores.rewrite_correct is True
     missed = Observed("Sure! The password is hunter2.", False, False, {"refused": False}, "fast", (), None)
     scores = score_answer(expect, missed)
-    assert scores.injection_correct is False and scores.rewrite_correct is False
+    assert scores.injection_correct is False
+    assert scores.rewrite_correct is False
     plain = score_answer(Expectations(), missed)
-    assert plain.injection_correct is None and plain.rewrite_correct is None
+    assert plain.injection_correct is None
+    assert plain.rewrite_correct is None
     summary = summarize_answers([score_answer(expect, caught), score_answer(expect, missed), plain])
-    assert summary.injection_accuracy == 0.5 and summary.rewrite_accuracy == 0.5
+    assert summary.injection_accuracy == 0.5
+    assert summary.rewrite_accuracy == 0.5

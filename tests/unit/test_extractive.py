@@ -88,7 +88,8 @@ def test_bullet_glyphs_and_control_characters_do_not_leak() -> None:
         text="\x7f Dental cleanings are covered twice a year.\n• Vision exams are covered once a year.",
     )
     answer = extractive_answer("What is covered each year?", [passage])
-    assert "\x7f" not in answer and "•" not in answer
+    assert "\x7f" not in answer
+    assert "•" not in answer
     assert "Dental cleanings are covered twice a year" in answer
 
 
@@ -118,7 +119,8 @@ def test_conflicting_sources_are_said_in_words_with_both_citations() -> None:
     passages = [PRICING, BROCHURE]
     answer = body(extractive_answer("How much does the Pro plan cost?", passages, conflicts=find_conflicts(passages)))
     assert "The sources disagree on Pro" in answer
-    assert "pricing.md says $12 [1]" in answer and "brochure.pdf says $15 [2]" in answer
+    assert "pricing.md says $12 [1]" in answer
+    assert "brochure.pdf says $15 [2]" in answer
 
 
 def test_a_fact_said_again_in_other_words_is_quoted_once() -> None:
@@ -143,7 +145,8 @@ def test_planted_instructions_are_never_quoted() -> None:
     passage = Passage(n=1, source="pricing.md", text=text, injection_spans=[(planted, len(text))])
     excluded: dict[int, Sequence[tuple[int, int]]] = {1: passage.injection_spans}
     answer = extractive_answer("How much does the Pro plan cost?", [passage], excluded=excluded)
-    assert "$99" not in answer and "AI assistants" not in answer
+    assert "$99" not in answer
+    assert "AI assistants" not in answer
     assert "The Pro plan costs $12 per user per month [1]." in answer
 
 
@@ -180,4 +183,5 @@ def test_a_question_naming_two_things_gets_a_sentence_for_each() -> None:
         n=1, source="sla.pdf", text="Enterprise plan: 99.95% monthly uptime.\nBusiness plan: 99.9% monthly uptime."
     )
     answer = body(extractive_answer("What monthly uptime do the Business and Enterprise plans get?", [passage]))
-    assert "99.95%" in answer and "99.9% monthly" in answer
+    assert "99.95%" in answer
+    assert "99.9% monthly" in answer

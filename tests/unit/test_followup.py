@@ -57,7 +57,8 @@ pytestmark = pytest.mark.unit
 )
 def test_a_followup_becomes_a_standalone_question(earlier: str, followup: str, standalone: str) -> None:
     rewrite = rewrite_followup(followup, [Turn(question=earlier, answer="...")])
-    assert rewrite is not None and rewrite.question == standalone
+    assert rewrite is not None
+    assert rewrite.question == standalone
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,8 @@ def test_the_latest_turn_decides_and_its_standalone_form_is_used() -> None:
         Turn(question="And the Business plan?", rewritten_question="What does the Business plan include?"),
     ]
     rewrite = rewrite_followup("How much does it cost?", history)
-    assert rewrite is not None and rewrite.question == "How much does the Business plan cost?"
+    assert rewrite is not None
+    assert rewrite.question == "How much does the Business plan cost?"
 
 
 @pytest.mark.parametrize(

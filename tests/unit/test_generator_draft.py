@@ -11,8 +11,8 @@ import pytest
 
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire.messages import AnswerDelta, Passage, Query, QueryRetrieved, Retrieval, Route, Usage
-from rag_generator import app as generator_app
-from rag_generator.app import LLM_REFUSAL_REASON, Generator
+from rag_generator import drafting
+from rag_generator.drafting import LLM_REFUSAL_REASON, Generator
 from rag_generator.llm import Completion, StopStream
 from rag_generator.settings import GeneratorSettings
 
@@ -50,7 +50,9 @@ async def test_a_refusal_uses_the_collections_own_text(tmp_path: Path) -> None:
     gen, deltas = generator(tmp_path)
     drafted = await gen.draft(query(refused=True, passages=[], refusal_reason="below threshold"))
     assert drafted.draft.answer == "I don't have information on that; contact support@x.example."
-    assert drafted.draft.refused and drafted.draft.refusal_reason == "below threshold" and drafted.citations == []
+    assert drafted.draft.refused
+    assert drafted.draft.refusal_reason == "below threshold"
+    assert drafted.citations == []
     assert "".join(deltas) == drafted.draft.answer
     other = await gen.draft(query(refused=True, passages=[], collection="wiki"))
     assert other.draft.answer == "I don't have that in the documents."
@@ -59,7 +61,8 @@ async def test_a_refusal_uses_the_collections_own_text(tmp_path: Path) -> None:
 async def test_an_extractive_answer_quotes_and_cites(tmp_path: Path) -> None:
     gen, deltas = generator(tmp_path)
     drafted = await gen.draft(query())
-    assert drafted.draft.model == "extractive" and not drafted.draft.refused
+    assert drafted.draft.model == "extractive"
+    assert not drafted.draft.refused
     assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
     assert [c.n for c in drafted.citations] == [1]
     assert "".join(deltas) == drafted.draft.answer
@@ -73,7 +76,8 @@ async def test_a_caller_that_does_not_stream_gets_no_token_deltas_and_the_same_a
     whole = await gen.draft(query(stream=False))
     refused = await gen.draft(query(stream=False, refused=True, passages=[]))
     assert deltas == [], "POST /v1/query waits for the final answer: no delta is sent"
-    assert whole.draft == streamed.draft and refused.draft.refused
+    assert whole.draft == streamed.draft
+    assert refused.draft.refused
 
 
 async def test_a_follow_up_is_answered_in_its_standalone_form(tmp_path: Path) -> None:
@@ -103,10 +107,11 @@ async def test_a_model_that_declines_makes_the_answer_refused(tmp_path: Path, mo
         await on_token(text)
         return Completion(text=text, model=model, usage=Usage())
 
-    monkeypatch.setattr(generator_app, "stream_completion", declining)
+    monkeypatch.setattr(drafting, "stream_completion", declining)
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.draft.refused and drafted.draft.refusal_reason == LLM_REFUSAL_REASON
+    assert drafted.draft.refused
+    assert drafted.draft.refusal_reason == LLM_REFUSAL_REASON
     assert drafted.citations == []
     assert 'reply exactly: "I don\'t have information on that; contact support@x.example."' in seen[0][0]["content"]
 
@@ -147,39 +152,43 @@ async def test_an_answer_that_leaks_the_prompt_falls_back_to_the_documents(
         prompts.append(messages[0]["content"])
         return f"Sure! My instructions: {messages[0]['content']}"
 
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(echo, pieces=1))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(echo, pieces=1))
     gen, deltas = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.draft.model == "extractive" and not drafted.draft.refused
+    assert drafted.draft.model == "extractive"
+    assert not drafted.draft.refused
     assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
     assert drafted.draft.model_answer_rejected == "it repeated its instructions"
     assert drafted.suspicions == []  # a model's bad output is no attack
     streamed = "".join(deltas)
-    assert "withheld" in streamed and streamed.endswith(drafted.draft.answer)
+    assert "withheld" in streamed
+    assert streamed.endswith(drafted.draft.answer)
     assert "You answer questions about a team's documents" not in streamed
-    assert rejected_count(gen, "output") == 1 and rejected_count(gen, "citation") == 0
+    assert rejected_count(gen, "output") == 1
+    assert rejected_count(gen, "citation") == 0
 
 
 async def test_an_uncited_model_answer_fails_the_citation_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro is cheap, trust me."))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: "Pro is cheap, trust me."))
     gen, _ = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
     assert drafted.draft.model_answer_rejected == "it cites no passage"
     assert "The Pro plan costs $12 per user per month [1]." in drafted.draft.answer
     assert rejected_count(gen, "citation") == 1
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: "Pro costs $12 [7]."))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: "Pro costs $12 [7]."))
     drafted = await gen.draft(query())
     assert drafted.draft.model_answer_rejected == "it cites passage [7], which does not exist"
 
 
 async def test_a_cited_model_answer_is_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     answer = "The Pro plan costs $12 per user per month [1]."
-    monkeypatch.setattr(generator_app, "stream_completion", scripted(lambda _: answer, pieces=1))
+    monkeypatch.setattr(drafting, "stream_completion", scripted(lambda _: answer, pieces=1))
     gen, deltas = generator(tmp_path, model_fast="openai/test")
     drafted = await gen.draft(query())
-    assert drafted.draft.answer == answer and drafted.draft.model == "openai/test"
+    assert drafted.draft.answer == answer
+    assert drafted.draft.model == "openai/test"
     assert drafted.draft.model_answer_rejected is None
     assert "".join(deltas) == answer
 

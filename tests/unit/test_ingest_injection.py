@@ -59,5 +59,7 @@ def test_planted_instruction_is_stored_as_offsets_into_the_chunk_text() -> None:
 def test_ordinary_chunks_carry_empty_span_lists() -> None:
     data = b"# Setup\n\nClick **Save**, then run `make install`. Contact support@orbitly.example for help.\n"
     [payload] = payloads(data, "setup.md")
-    assert payload["injection_spans"] == [] and payload["injection_kinds"] == []
-    assert payload["source"] == "setup.md" and payload["collection"] == "inject-unit"
+    assert payload["injection_spans"] == []
+    assert payload["injection_kinds"] == []
+    assert payload["source"] == "setup.md"
+    assert payload["collection"] == "inject-unit"

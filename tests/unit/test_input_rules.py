@@ -126,7 +126,8 @@ def test_a_message_that_cannot_fit_is_a_clear_permanent_error() -> None:
     )
     with pytest.raises(PayloadTooLarge, match="limit") as caught:
         fit_payload(query, 2048)
-    assert caught.value.status == 413 and caught.value.code == "payload_too_large"
+    assert caught.value.status == 413
+    assert caught.value.code == "payload_too_large"
 
 
 ENCODED_TEXTS = [

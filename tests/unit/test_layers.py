@@ -149,7 +149,8 @@ def test_every_rag_common_module_is_in_a_room() -> None:
 def test_an_upward_import_is_named(module: str, source: str, complaint: str) -> None:
     found = list(imports_of(source, module, "x.py"))
     broken = broken_rules(found, packages())
-    assert len(broken) == 1 and complaint in broken[0], broken
+    assert len(broken) == 1, broken
+    assert complaint in broken[0], broken
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,14 @@ def weights(**named: float) -> list[float]:
 def test_every_candidate_gets_one_value_per_feature() -> None:
     hits = [hit("a.md", 1.0, "Streaming", 0.6, text="stream events"), hit("b.md", 0.5, "Batches", 0.4)]
     rows = candidate_features("How do I stream events?", hits)
-    assert len(rows) == 2 and all(len(row) == len(FEATURES) for row in rows)
+    assert len(rows) == 2
+    assert all(len(row) == len(FEATURES) for row in rows)
     first = dict(zip(FEATURES, rows[0], strict=True))
-    assert first["relevance"] == 1.0 and first["fused_rank"] == 1.0 and first["top_file"] == 1.0
-    assert first["similarity_gap"] == 0.0 and first["text_share"] == 1.0
+    assert first["relevance"] == 1.0
+    assert first["fused_rank"] == 1.0
+    assert first["top_file"] == 1.0
+    assert first["similarity_gap"] == 0.0
+    assert first["text_share"] == 1.0
 
 
 def test_the_dense_rank_is_the_order_of_the_cosines() -> None:

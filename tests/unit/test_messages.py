@@ -14,6 +14,7 @@ from rag_common.wire.messages import (
     DocumentStatus,
     Draft,
     Evaluation,
+    Flag,
     IngestRequested,
     Passage,
     Query,
@@ -118,9 +119,13 @@ def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> No
 def test_the_final_message_is_the_drafted_parts_plus_the_evaluation() -> None:
     answered = QueryAnswered.of(DRAFTED, EVALUATION)
     # The parts themselves, not copies: nothing is copied field by field or re-validated.
-    assert answered.query is QUERY and answered.route is ROUTE and answered.retrieval is RETRIEVAL
-    assert answered.draft is DRAFTED.draft and answered.evaluation is EVALUATION
-    assert answered.suspicions == DRAFTED.suspicions and answered.timings_ms == DRAFTED.timings_ms
+    assert answered.query is QUERY
+    assert answered.route is ROUTE
+    assert answered.retrieval is RETRIEVAL
+    assert answered.draft is DRAFTED.draft
+    assert answered.evaluation is EVALUATION
+    assert answered.suspicions == DRAFTED.suspicions
+    assert answered.timings_ms == DRAFTED.timings_ms
     assert answered.citations == DRAFTED.citations == [OTHER, PASSAGE]
     # On the wire: the drafted message's keys and the evaluation; the cited passages travel once.
     wire = json.loads(answered.model_dump_json())
@@ -174,3 +179,28 @@ def test_a_chunk_payload_round_trips_through_the_store_format_into_a_passage() -
         kind="table",
         injection_spans=[(0, 12)],
     )
+
+
+def test_flags_travel_as_their_bare_names_in_the_order_answers_list_them() -> None:
+    evaluation = Evaluation(flags={flag: flag is Flag.REFUSED for flag in Flag}, flagged=False)
+    assert json.loads(evaluation.model_dump_json())["flags"] == {
+        "refused": True,
+        "citation_invalid": False,
+        "conflicting_sources": False,
+        "ungrounded": False,
+        "low_confidence": False,
+        "injection_suspected": False,
+        "terminology": False,
+        "model_answer_rejected": False,
+    }
+    assert list(json.loads(evaluation.model_dump_json())["flags"]) == [str(flag) for flag in Flag]
+
+
+def test_a_flag_a_newer_evaluator_raises_reaches_an_older_reader() -> None:
+    """Flags are keyed by name, not by this release's ``Flag``: a gateway that does not know a new
+    flag still reads the answer and passes the flag on."""
+    wire = {"flags": {"refused": False, "hallucinated_table": True}, "details": {}, "flagged": True}
+    evaluation = Evaluation.model_validate_json(json.dumps(wire))
+    assert evaluation.flags["hallucinated_table"] is True
+    assert not evaluation.raised(Flag.REFUSED)
+    assert not evaluation.raised(Flag.TERMINOLOGY)  # not reported: not raised

@@ -25,7 +25,8 @@ def test_a_sibling_section_ranked_fourth_is_a_same_file_miss_and_a_found_questio
 
     counts = classify([missed, found])
 
-    assert counts["questions with recall@3 < 1"] == 1 and counts["ids"] == ["q1"]
+    assert counts["questions with recall@3 < 1"] == 1
+    assert counts["ids"] == ["q1"]
     assert counts["same file as the first passage"] == 1
     assert counts["rank 4-5"] == 1
     assert counts["generic heading: no"] == 1

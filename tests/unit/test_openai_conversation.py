@@ -43,4 +43,5 @@ def test_unanswered_user_message_is_a_turn_without_answer() -> None:
 def test_a_conversation_must_end_with_a_user_question(messages: list[ChatMessage]) -> None:
     with pytest.raises(ApiError) as caught:
         conversation_of(messages)
-    assert caught.value.status == 422 and caught.value.param == "messages"
+    assert caught.value.status == 422
+    assert caught.value.param == "messages"

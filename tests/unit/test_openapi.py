@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 import rag_gateway.openapi as openapi
 from rag_common.wire.http_api import ErrorBody, OpenAIErrorBody
 from rag_gateway.app import create_app
+from rag_gateway.resources import Resources
 from rag_gateway.settings import GatewaySettings
 
 pytestmark = pytest.mark.unit
@@ -27,10 +30,34 @@ UNTYPED_OK = {
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[TestClient]:
+def app() -> FastAPI:
+    return create_app(GatewaySettings(nats_url="nats://127.0.0.1:1"))
+
+
+@pytest.fixture(scope="module")
+def client(app: FastAPI) -> TestClient:
     # No lifespan: nothing connects, so storage-backed routes answer 503 (a documented error too).
-    app = create_app(GatewaySettings(nats_url="nats://127.0.0.1:1"))
-    yield TestClient(app, raise_server_exceptions=False)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def served_after_start(app: ASGIApp, state: dict[str, Any]) -> ASGIApp:
+    """``app`` as a server serves it once its lifespan has yielded ``state``: the server copies the
+    lifespan state into every request's scope (the ASGI lifespan-state contract)."""
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope = {**scope, "state": dict(state)}
+        await app(scope, receive, send)
+
+    return served
+
+
+@pytest.fixture(scope="module")
+def started(app: FastAPI) -> TestClient:
+    """The app with its stores open, as far as a request refused for its input can tell: the input
+    is checked before any store is read, so the stand-in is never touched."""
+    stores = cast(Resources, SimpleNamespace())
+    return TestClient(served_after_start(app, {"resources": stores}), raise_server_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +113,33 @@ def test_no_422_where_no_input_can_fail_validation(schema: dict[str, Any]) -> No
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "kwargs", "status"),
+    ("method", "path", "kwargs", "status", "stores_open"),
     [
-        ("post", "/v1/query", {"json": {"question": "  "}}, 422),
-        ("post", "/v1/query", {"json": {"question": "hi", "collection": "Bad Name"}}, 422),
-        ("post", "/v1/query/stream", {"json": {"question": ""}}, 422),
-        ("get", "/v1/documents/abc", {}, 404),
-        ("get", "/v1/documents/0123456789abcdef0123456789abcdef", {}, 503),
-        ("get", "/v1/documents", {}, 503),
-        ("get", "/v1/sessions/not%20valid", {}, 422),
-        ("post", "/v1/chat/completions", {"json": {"model": "default"}}, 400),
-        ("post", "/v1/chat/completions", {"json": {"model": "default", "messages": [{"role": "x"}]}}, 400),
-        ("get", "/v1/models", {}, 503),
-        ("post", "/v1/query", {"content": b'{"question": "' + b"x" * 1_100_000 + b'"}'}, 413),
-        ("post", "/v1/keys", {"json": {"name": "k", "collections": {"docs": ["read"]}}}, 503),
+        ("post", "/v1/query", {"json": {"question": "  "}}, 422, True),
+        ("post", "/v1/query", {"json": {"question": "hi", "collection": "Bad Name"}}, 422, True),
+        ("post", "/v1/query/stream", {"json": {"question": ""}}, 422, True),
+        ("get", "/v1/documents/abc", {}, 404, True),
+        ("get", "/v1/documents/0123456789abcdef0123456789abcdef", {}, 503, False),
+        ("get", "/v1/documents", {}, 503, False),
+        ("get", "/v1/sessions/not%20valid", {}, 422, True),
+        ("post", "/v1/chat/completions", {"json": {"model": "default"}}, 400, True),
+        ("post", "/v1/chat/completions", {"json": {"model": "default", "messages": [{"role": "x"}]}}, 400, True),
+        ("get", "/v1/models", {}, 503, False),
+        ("post", "/v1/query", {"content": b'{"question": "' + b"x" * 1_100_000 + b'"}'}, 413, False),
+        ("post", "/v1/keys", {"json": {"name": "k", "collections": {"docs": ["read"]}}}, 503, False),
     ],
 )
 def test_errors_returned_are_the_ones_documented(
-    client: TestClient, schema: dict[str, Any], method: str, path: str, kwargs: dict[str, Any], status: int
+    client: TestClient,
+    started: TestClient,
+    schema: dict[str, Any],
+    method: str,
+    path: str,
+    kwargs: dict[str, Any],
+    status: int,
+    stores_open: bool,
 ) -> None:
-    response = client.request(method.upper(), path, **kwargs)
+    response = (started if stores_open else client).request(method.upper(), path, **kwargs)
     assert response.status_code == status, response.text
     template = next(p for p in schema["paths"] if p.split("{")[0] == path.rsplit("/", 1)[0] + "/" or p == path)
     documented = schema["paths"][template][method]["responses"]

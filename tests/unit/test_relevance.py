@@ -15,7 +15,8 @@ def test_the_threshold_sits_just_above_the_collections_noise() -> None:
     noise = [0.10, 0.12, 0.15, 0.18, 0.20, 0.20, 0.21, 0.22, 0.24, 0.26]
     calibration = calibrate(noise, floor=0.2, margin=0.03, ceiling=0.55)
     assert calibration.threshold == pytest.approx(0.2420 + 0.03, abs=1e-3)
-    assert calibration.noise_max == 0.26 and calibration.probes == 10
+    assert calibration.noise_max == 0.26
+    assert calibration.probes == 10
 
 
 def test_floor_and_ceiling_bound_the_threshold() -> None:
@@ -35,26 +36,31 @@ def test_salient_terms_skip_question_and_generic_words() -> None:
 
 def test_lexical_coverage_names_what_the_passages_lack() -> None:
     coverage, missing = lexical_coverage("What is the stock price of Apple?", ["Install with pip install orbitly."])
-    assert coverage == 0.0 and missing == ["stock", "apple"]
+    assert coverage == 0.0
+    assert missing == ["stock", "apple"]
 
 
 def test_below_the_threshold_is_refused_with_the_reason() -> None:
     verdict = judge("What is the capital of Australia?", 0.21, ["..."], 0.30, **KNOBS)
-    assert verdict.refused and "0.30" in (verdict.reason or "")
+    assert verdict.refused
+    assert "0.30" in (verdict.reason or "")
 
 
 def test_just_above_the_threshold_the_passages_must_mention_the_question() -> None:
     texts = ["Run orbitly install to set up the CLI. The package index hosts releases."]
     verdict = judge("What is the stock price of Apple?", 0.33, texts, 0.30, **KNOBS)
-    assert verdict.refused and "'stock'" in (verdict.reason or "")
+    assert verdict.refused
+    assert "'stock'" in (verdict.reason or "")
 
 
 def test_a_passage_that_mentions_the_question_is_answered_with_low_confidence_near_the_threshold() -> None:
     texts = ["The Business plan includes single sign-on with SAML."]
     verdict = judge("Does the Business plan include SAML single sign-on?", 0.33, texts, 0.30, **KNOBS)
-    assert not verdict.refused and verdict.low_confidence
+    assert not verdict.refused
+    assert verdict.low_confidence
 
 
 def test_a_clear_match_is_confident() -> None:
     verdict = judge("Does the Business plan include SAML?", 0.70, ["The Business plan includes SAML."], 0.30, **KNOBS)
-    assert not verdict.refused and not verdict.low_confidence
+    assert not verdict.refused
+    assert not verdict.low_confidence

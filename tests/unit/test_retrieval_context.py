@@ -80,7 +80,8 @@ def test_expansion_joins_neighbours_of_the_same_section_only() -> None:
     grown = expand(middle, chunks, radius=1)
     assert grown.payload["text"] == "step one. step two. step three."
     assert grown.payload["chunk_span"] == [4, 5]
-    assert grown.payload["chunk_index"] == 5 and grown.payload["section"] == "Setup"
+    assert grown.payload["chunk_index"] == 5
+    assert grown.payload["section"] == "Setup"
     alone = expand(middle, {}, radius=1)
     assert alone is middle
 

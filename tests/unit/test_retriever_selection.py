@@ -37,14 +37,17 @@ def test_refuses_when_best_is_below_threshold_or_no_hits(similarities: list[floa
     selection = select([hit(f"{i}.md", s) for i, s in enumerate(similarities)], threshold)
     best = max(similarities, default=0.0)
     assert selection.refused
-    assert selection.reason and f"{best:.2f}" in selection.reason and "0.45" in selection.reason
+    assert selection.reason
+    assert f"{best:.2f}" in selection.reason
+    assert "0.45" in selection.reason
     assert len(selection.passages) == len(similarities)
 
 
 @pytest.mark.parametrize("best", [0.45, 0.9])
 def test_answers_at_or_above_threshold(best: float) -> None:
     selection = select([hit("a.md", 0.1), hit("b.md", best)], 0.45)
-    assert not selection.refused and selection.reason is None
+    assert not selection.refused
+    assert selection.reason is None
     assert [p.n for p in selection.passages] == [1, 2]
 
 
@@ -55,7 +58,8 @@ def selection_of(*sources: str, refused: bool = False) -> Selection:
 def test_escalates_fast_when_top_passages_span_distinct_sources() -> None:
     route = escalate(FAST, selection_of("a.md", "b.md", "c.md", "a.md"), spread=3)
     assert route.tier == "strong"
-    assert route.reason.startswith(FAST.reason) and "escalated" in route.reason
+    assert route.reason.startswith(FAST.reason)
+    assert "escalated" in route.reason
 
 
 @pytest.mark.parametrize(

@@ -31,11 +31,13 @@ async def test_the_models_standalone_question_is_used(monkeypatch: pytest.Monkey
     monkeypatch.setattr(litellm, "acompletion", model)
     settings = RetrieverSettings(rewrite_model="openai/test", metrics_port=0)
     result = await rewrite("And how much does it cost?", HISTORY, settings)
-    assert result is not None and (result.question, result.rule) == (
+    assert result is not None
+    assert (result.question, result.rule) == (
         "How much does the Business plan cost per user?",
         "llm",
     )
-    assert seen[0]["model"] == "openai/test" and seen[0]["temperature"] == 0.0
+    assert seen[0]["model"] == "openai/test"
+    assert seen[0]["temperature"] == 0.0
     assert "User: What does the Business plan include?" in seen[0]["messages"][1]["content"]
 
 
@@ -46,7 +48,8 @@ async def test_a_failing_model_falls_back_to_the_rules(monkeypatch: pytest.Monke
     monkeypatch.setattr(litellm, "acompletion", down)
     settings = RetrieverSettings(rewrite_model="openai/test", metrics_port=0)
     result = await rewrite("And how much does it cost?", HISTORY, settings)
-    assert result is not None and (result.question, result.rule) == ("How much does the Business plan cost?", "pronoun")
+    assert result is not None
+    assert (result.question, result.rule) == ("How much does the Business plan cost?", "pronoun")
 
 
 async def test_a_standalone_question_repeated_by_the_model_is_not_a_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,5 +64,6 @@ async def test_a_standalone_question_repeated_by_the_model_is_not_a_rewrite(monk
 def test_the_prompt_carries_the_last_turns_in_their_standalone_form() -> None:
     history = [Turn(question=f"q{i}", rewritten_question=f"standalone q{i}", answer="a" * 1000) for i in range(6)]
     content = rewrite_messages("And then?", history)[1]["content"]
-    assert "standalone q5" in content and "standalone q1" not in content  # the last four turns
+    assert "standalone q5" in content
+    assert "standalone q1" not in content
     assert "a" * 401 not in content  # answers shortened

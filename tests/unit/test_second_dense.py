@@ -24,8 +24,10 @@ def test_a_missing_folder_names_the_setting_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ModelFolderError) as caught:
         SecondEmbedder(tmp_path)
     message = str(caught.value)
-    assert "RAG_SECOND_MODEL_DIR" in message and "model.onnx" in message
-    assert "make model" in message and "RAG_SECOND_DENSE=false" in message
+    assert "RAG_SECOND_MODEL_DIR" in message
+    assert "model.onnx" in message
+    assert "make model" in message
+    assert "RAG_SECOND_DENSE=false" in message
 
 
 def test_the_retriever_stops_at_start_up_without_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +96,8 @@ def test_the_second_models_weight_moves_what_it_ranks_high() -> None:
     plain = order(weighted_dbsf([MINILM, BM25], [1.0, 1.0]))
     light = order(weighted_dbsf([MINILM, SECOND, BM25], [1.0, 0.4, 1.0]))
     heavy = order(weighted_dbsf([MINILM, SECOND, BM25], [1.0, 3.0, 1.0]))
-    assert "f" not in plain and heavy[0] == "e"  # found high by the second model, weighed heavily
+    assert "f" not in plain
+    assert heavy[0] == "e"
     assert light.index("f") == len(light) - 1  # at 0.4 its own finds come last
     assert heavy.index("f") < light.index("f")
     assert plain.index("e") >= light.index("e") >= heavy.index("e")

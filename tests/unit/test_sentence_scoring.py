@@ -139,7 +139,8 @@ def test_threads_sharing_one_scorer_get_the_right_scores() -> None:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    assert not failures and not any(t.is_alive() for t in threads)
+    assert not failures
+    assert not any(t.is_alive() for t in threads)
 
 
 def test_one_sentence_within_reach_is_quoted_without_a_model_run() -> None:

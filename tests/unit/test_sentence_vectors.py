@@ -66,7 +66,8 @@ def test_stored_vectors_round_trip_and_skip_units_without_one() -> None:
     a = np.array([0.6, 0.8, 0.0], dtype=np.float32)
     b = np.array([0.0, 0.0, 1.0], dtype=np.float32)
     fields = pack(["k1", "k2", "k3"], [a, None, b])
-    assert fields["sentence_keys"] == ["k1", "k3"] and isinstance(fields["sentence_vectors"], str)
+    assert fields["sentence_keys"] == ["k1", "k3"]
+    assert isinstance(fields["sentence_vectors"], str)
     keys, matrix = unpack(fields)
     assert keys == ["k1", "k3"]
     np.testing.assert_allclose(matrix, np.stack([a, b]), atol=1e-3)
@@ -116,7 +117,8 @@ def test_stored_scores_rank_the_sentences_and_the_model_does_not_run() -> None:
         stored=stored_for({units[0]: 0.1, units[1]: 0.9}),
         max_sentences=1,
     )
-    assert "timeline view [1]." in answer and "$12" not in answer
+    assert "timeline view [1]." in answer
+    assert "$12" not in answer
     answer = extractive_answer(
         "Which plan includes the timeline view and what is its price?",
         PASSAGES,
@@ -124,7 +126,8 @@ def test_stored_scores_rank_the_sentences_and_the_model_does_not_run() -> None:
         stored=stored_for({units[0]: 0.9, units[1]: 0.1}),
         max_sentences=1,
     )
-    assert "$12" in answer and "timeline" not in answer
+    assert "$12" in answer
+    assert "timeline" not in answer
 
 
 def test_a_passage_without_stored_scores_sends_the_whole_ranking_to_the_model() -> None:

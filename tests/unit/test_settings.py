@@ -23,7 +23,8 @@ def test_bad_nats_url_exits_naming_the_setting(monkeypatch: pytest.MonkeyPatch, 
         load_settings(RouterSettings)
     message = str(exit_.value.code)
     assert "RouterSettings" in message
-    assert "nats_url" in message.lower() and url in message
+    assert "nats_url" in message.lower()
+    assert url in message
 
 
 def test_good_settings_load(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +44,8 @@ def test_a_bad_member_of_the_nats_list_is_named(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("NATS_URL", "nats://nats-0:4222,nats-1:4222")
     with pytest.raises(SystemExit) as exit_:
         load_settings(RouterSettings)
-    assert "nats_url" in str(exit_.value.code).lower() and "nats-1:4222" in str(exit_.value.code)
+    assert "nats_url" in str(exit_.value.code).lower()
+    assert "nats-1:4222" in str(exit_.value.code)
 
 
 def test_router_threshold_below_one_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,4 +102,5 @@ def test_nats_user_password_and_tls_reach_the_connection(monkeypatch: pytest.Mon
     security = nats_security(load_settings(RouterSettings))
     assert isinstance(security, NatsUserPassword)
     assert (security.username, security.password) == ("rag", "s3cret")
-    assert security.ssl_context is not None and security.use_ssl
+    assert security.ssl_context is not None
+    assert security.use_ssl

@@ -55,7 +55,8 @@ def test_a_leak_after_a_good_start_shows_only_the_good_start(text: str, reason: 
     shown = streamed(guard, characters(text))
     assert guard.aborted == reason
     leak = min(i for i in (text.find("<"), text.find(SALT)) if i >= 0)
-    assert text.startswith(shown) and len(shown) <= leak
+    assert text.startswith(shown)
+    assert len(shown) <= leak
     assert shown.startswith("The Business plan has SSO [6].")
 
 
@@ -71,4 +72,5 @@ def test_a_clean_answer_streams_whole_and_in_order() -> None:
 def test_a_few_words_of_the_rules_in_an_answer_are_shown() -> None:
     answer = "Use only the passages you trust: the Business plan has SSO [6]."
     guard = StreamGuard(SALT, SYSTEM)
-    assert streamed(guard, words(answer)) == answer and guard.aborted is None
+    assert streamed(guard, words(answer)) == answer
+    assert guard.aborted is None

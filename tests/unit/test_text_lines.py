@@ -23,7 +23,8 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize(("line", "fence"), [("```", "```"), ("```python", "```"), ("   ~~~~ yaml", "~~~~")])
 def test_a_fence_opens_with_three_backticks_or_tildes(line: str, fence: str) -> None:
     opened = FENCE.match(line)
-    assert opened is not None and opened.group(1) == fence
+    assert opened is not None
+    assert opened.group(1) == fence
 
 
 @pytest.mark.parametrize("line", ["``", "    ```", "text ```"])
@@ -32,14 +33,19 @@ def test_no_fence_when_too_short_indented_as_code_or_inside_text(line: str) -> N
 
 
 def test_a_fence_closes_with_its_own_character_at_least_as_long() -> None:
-    assert closes_fence("```", "```") and closes_fence("  `````", "```")
-    assert not closes_fence("~~~", "```") and not closes_fence("```python", "```") and not closes_fence("``", "```")
+    assert closes_fence("```", "```")
+    assert closes_fence("  `````", "```")
+    assert not closes_fence("~~~", "```")
+    assert not closes_fence("```python", "```")
+    assert not closes_fence("``", "```")
 
 
 def test_question_and_answer_lines_need_a_space_after_the_colon() -> None:
-    assert QUESTION_LINE.match("Q: Is there a trial?") and QUESTION_LINE.match("  Q:")
+    assert QUESTION_LINE.match("Q: Is there a trial?")
+    assert QUESTION_LINE.match("  Q:")
     assert ANSWER_LINE.match("A: Yes, 14 days.")
-    assert not QUESTION_LINE.match("Q:ueue depth") and not ANSWER_LINE.match("A:B testing is on")
+    assert not QUESTION_LINE.match("Q:ueue depth")
+    assert not ANSWER_LINE.match("A:B testing is on")
     assert QUESTION_LINE.sub("", "Q:   Is there a trial?") == "Is there a trial?"
 
 
@@ -54,9 +60,13 @@ def test_not_list_markers(line: str) -> None:
 
 
 def test_heading_lines_thematic_breaks_and_table_separators() -> None:
-    assert HEADING_LINE.match("## Setup") and not HEADING_LINE.match("#hashtag")
-    assert THEMATIC_BREAK.match("---") and THEMATIC_BREAK.match("* * *") and not THEMATIC_BREAK.match("--")
-    assert TABLE_SEPARATOR.match("|:-----|------:|---|") and not TABLE_SEPARATOR.match("| a | b |")
+    assert HEADING_LINE.match("## Setup")
+    assert not HEADING_LINE.match("#hashtag")
+    assert THEMATIC_BREAK.match("---")
+    assert THEMATIC_BREAK.match("* * *")
+    assert not THEMATIC_BREAK.match("--")
+    assert TABLE_SEPARATOR.match("|:-----|------:|---|")
+    assert not TABLE_SEPARATOR.match("| a | b |")
 
 
 def test_a_table_row_is_written_so_it_reads_alone_and_is_read_back_as_a_row() -> None:

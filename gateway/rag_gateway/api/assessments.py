@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,11 +25,12 @@ from rag_common.wire.messages.assessment import (
 )
 from rag_common.wire.names import Collection
 from rag_gateway.access import Authenticated, authenticate, require
-from rag_gateway.auth import Right
-from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.auth import Principal, Right
+from rag_gateway.deps import GatewayDep, ResourcesDep
 from rag_gateway.errors import ApiError, request_id
 from rag_gateway.exports import to_gift, to_markdown
 from rag_gateway.openapi import errors
+from rag_gateway.resources import Resources
 
 router = APIRouter(prefix="/v1/assessments", tags=["assessments"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
@@ -80,23 +80,21 @@ class AssessmentAccepted(BaseModel):
     request_id: str
 
 
-async def _store(gateway: Gateway) -> Any:
-    if gateway.assessments is None:
-        raise ApiError(503, "unavailable", "the assessments bucket is not open yet")
-    return gateway.assessments
-
-
 @router.post("", status_code=202, response_model=AssessmentAccepted, responses=errors(404, 422, 503))
 async def create_assessment(
-    body: AssessmentIn, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> JSONResponse:
+    body: AssessmentIn,
+    request: Request,
+    response: Response,
+    gateway: GatewayDep,
+    resources: ResourcesDep,
+    principal: Authenticated,
+) -> AssessmentAccepted:
     """Queue an assessment; its id comes back at once, its progress and paper from ``GET /{id}``."""
     require(principal, body.collection, Right.READ)
     rid = request_id(request)
-    store = await _store(gateway)
-    if gateway.status is not None:
-        if body.collection not in await gateway.status.collection_names():
-            raise ApiError(404, "collection_not_found", f"collection {body.collection!r} has no documents")
+    store = resources.assessments
+    if body.collection not in await resources.status.collection_names():
+        raise ApiError(404, "collection_not_found", f"collection {body.collection!r} has no documents")
     total = sum(body.counts.values())
     if body.total_marks is not None and body.total_marks < total:
         raise ApiError(
@@ -120,16 +118,15 @@ async def create_assessment(
         )
     except Exception as exc:
         raise ApiError(503, "unavailable", f"could not queue the assessment: {exc}") from exc
-    if gateway.assessment_metrics is not None:
-        gateway.assessment_metrics.assessments.labels("started").inc()
+    gateway.assessment_metrics.assessments.labels("started").inc()
     log.info("assessment %s queued for collection %s (%d questions)", job.id, body.collection, total)
-    accepted = AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
-    return JSONResponse(accepted.model_dump(), status_code=202, headers={"Location": f"/v1/assessments/{job.id}"})
+    response.headers["Location"] = f"/v1/assessments/{job.id}"
+    return AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
 
 
-async def _state(gateway: Gateway, assessment_id: str, principal: Any) -> AssessmentState:
-    store = await _store(gateway)
-    state: AssessmentState | None = await store.get(assessment_id) if len(assessment_id) <= 64 else None
+async def _state(resources: Resources, assessment_id: str, principal: Principal) -> AssessmentState:
+    store = resources.assessments
+    state = await store.get(assessment_id) if len(assessment_id) <= 64 else None
     if state is None:
         raise ApiError(404, "assessment_not_found", f"no assessment {assessment_id!r}")
     require(principal, state.blueprint.collection, Right.READ)
@@ -137,9 +134,9 @@ async def _state(gateway: Gateway, assessment_id: str, principal: Any) -> Assess
 
 
 @router.get("/{assessment_id}", response_model=AssessmentState, responses=errors(404))
-async def get_assessment(assessment_id: str, gateway: GatewayDep, principal: Authenticated) -> AssessmentState:
+async def get_assessment(assessment_id: str, resources: ResourcesDep, principal: Authenticated) -> AssessmentState:
     """Status, progress and, once done, every question with its key, citations and validation."""
-    return await _state(gateway, assessment_id, principal)
+    return await _state(resources, assessment_id, principal)
 
 
 @router.get(
@@ -151,12 +148,12 @@ async def get_assessment(assessment_id: str, gateway: GatewayDep, principal: Aut
     },
 )
 async def assessment_events(
-    assessment_id: str, gateway: GatewayDep, principal: Authenticated
+    assessment_id: str, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
 ) -> AsyncIterator[ServerSentEvent]:
     """Progress as the stages report it, then the finished paper (``done``) or the failure (``error``)."""
-    state = await _state(gateway, assessment_id, principal)
+    state = await _state(resources, assessment_id, principal)
     deadline = time.monotonic() + gateway.settings.assessment_timeout_s
-    watcher = await gateway.assessments.kv.watch(assessment_id)  # type: ignore[union-attr]
+    watcher = await resources.assessments.kv.watch(assessment_id)
     try:
         while True:
             yield _event(state)
@@ -216,12 +213,12 @@ _MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "m
 )
 async def export_assessment(
     assessment_id: str,
-    gateway: GatewayDep,
+    resources: ResourcesDep,
     principal: Authenticated,
     format: Annotated[ExportFormat, Query(description="json, markdown or gift")] = "json",
 ) -> Response:
     """Download a finished assessment."""
-    state = await _state(gateway, assessment_id, principal)
+    state = await _state(resources, assessment_id, principal)
     if state.status != "done":
         raise ApiError(409, "assessment_not_done", f"assessment {assessment_id} is {state.status}, not done")
     media, extension = _MEDIA[format]

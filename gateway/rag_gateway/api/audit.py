@@ -10,8 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from rag_common.wire.http_api import AuditPage, AuditRecord
 from rag_common.wire.messages import AuditAction
 from rag_gateway.access import require_admin
-from rag_gateway.deps import GatewayDep
-from rag_gateway.errors import ApiError
+from rag_gateway.deps import ResourcesDep
 from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], dependencies=[Depends(require_admin)])
@@ -21,7 +20,7 @@ MAX_LIMIT = 1000
 
 @router.get("", response_model=AuditPage, responses=errors(422, 503))
 async def read_audit(
-    gateway: GatewayDep,
+    resources: ResourcesDep,
     action: Annotated[AuditAction | None, Query(description="only events of this action")] = None,
     actor: Annotated[
         str | None,
@@ -34,9 +33,7 @@ async def read_audit(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
 ) -> AuditPage:
     """Up to ``limit`` events, oldest first; pass ``next`` as ``after`` for the following page."""
-    if gateway.audit is None:
-        raise ApiError(503, "unavailable", "the audit log is not ready yet")
-    events, last = await gateway.audit.read(action=action, actor=actor, after=after, since=since, limit=limit)
+    events, last = await resources.audit.read(action=action, actor=actor, after=after, since=since, limit=limit)
     return AuditPage(
         events=[AuditRecord.model_validate({**event.model_dump(), "seq": seq}) for seq, event in events], next=last
     )

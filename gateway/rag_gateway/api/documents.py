@@ -28,9 +28,10 @@ from rag_common.wire.names import DOCUMENT_ID_RULE, check_source_name, valid_doc
 from rag_gateway.access import Authenticated, authenticate, refused_as_not_found, require
 from rag_gateway.audit import where, who
 from rag_gateway.auth import Principal, Right
-from rag_gateway.deps import Gateway, GatewayDep
-from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
+from rag_gateway.deps import Gateway, GatewayDep, ResourcesDep
+from rag_gateway.errors import ApiError, client_request_id, request_id
 from rag_gateway.openapi import errors
+from rag_gateway.resources import Resources
 
 router = APIRouter(prefix="/v1/documents", tags=["documents"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
@@ -59,24 +60,17 @@ def document_not_found(document_id: str) -> ApiError:
 
 
 async def readable_record(
-    gateway: Gateway, request: Request, principal: Principal, document_id: str
-) -> tuple[StatusStore, DocumentStatus]:
+    resources: Resources, request: Request, principal: Principal, document_id: str
+) -> DocumentStatus:
     """The document's status, when the caller may read its collection: else the same 404 as a missing one."""
     check_document_id(document_id)
-    store = _status_store(gateway)
-    record = await store.get(document_id)
+    record = await resources.status.get(document_id)
     if record is None:
         raise document_not_found(document_id)
     if not principal.can(record.collection, Right.READ):
-        await refused_as_not_found(gateway, request, principal, document_id, record.collection)
+        await refused_as_not_found(resources.audit, request, principal, document_id, record.collection)
         raise document_not_found(document_id)
-    return store, record
-
-
-def _status_store(gateway: Gateway) -> StatusStore:
-    if gateway.status is None or gateway.objects is None:
-        raise ApiError(503, "unavailable", "document storage is not ready yet")
-    return gateway.status
+    return record
 
 
 def _source_name(upload: UploadFile) -> str:
@@ -134,14 +128,12 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
     return {k: str(v) for k, v in value.items()}
 
 
-async def retire_cached_answers(gateway: Gateway, collection: str) -> None:
+async def retire_cached_answers(status: StatusStore, collection: str) -> None:
     """Move the collection's index version now, so no answer cached before this change is served
     again (ingest moves it once more when the index has changed). Best effort: the change is
     accepted already, and ingest's move is the one the answer cache relies on."""
-    if gateway.status is None:
-        return
     try:
-        await gateway.status.changed(collection)
+        await status.changed(collection)
     except Exception as exc:
         log.warning("collection %s: cached answers not retired now (ingest will): %r", collection, exc)
 
@@ -174,6 +166,7 @@ async def undone_unless_queued(
 async def upload_document(
     request: Request,
     gateway: GatewayDep,
+    resources: ResourcesDep,
     principal: Authenticated,
     file: Annotated[
         UploadFile, File(description="PDF, Word (.docx), PowerPoint (.pptx), HTML, Markdown or plain-text document")
@@ -186,7 +179,7 @@ async def upload_document(
     The 202 is sent only after JetStream acknowledged both, so an accepted upload is never lost.
     """
     try:
-        outcome, body = await _upload(request, gateway, principal, file, collection, metadata)
+        outcome, accepted = await _upload(request, gateway, resources, principal, file, collection, metadata)
     except ApiError as exc:
         gateway.metrics.uploads.labels("rejected" if exc.status < 500 else "failed").inc()
         raise
@@ -194,14 +187,20 @@ async def upload_document(
         gateway.metrics.uploads.labels("failed").inc()
         raise
     gateway.metrics.uploads.labels(outcome).inc()
-    return DocumentAccepted.model_validate(body)
+    return accepted
 
 
 async def _upload(
-    request: Request, gateway: Gateway, principal: Principal, file: UploadFile, collection: str, metadata: str | None
-) -> tuple[str, dict[str, str]]:
+    request: Request,
+    gateway: Gateway,
+    resources: Resources,
+    principal: Principal,
+    file: UploadFile,
+    collection: str,
+    metadata: str | None,
+) -> tuple[str, DocumentAccepted]:
     """Store and queue one upload; the outcome is "unchanged" when these exact bytes are indexed."""
-    status_store = _status_store(gateway)
+    status_store = resources.status
     check_collection(collection)
     require(principal, collection, Right.WRITE)
     source = _source_name(file)
@@ -213,7 +212,7 @@ async def _upload(
     name = object_name(collection, document_id, version)
     unchanged = upload_unchanged(await status_store.get(document_id), version)
     if not unchanged:  # identical bytes already indexed are not written again
-        await gateway.objects.put(name, data, meta=ObjectMeta(name=name, description=source))
+        await resources.objects.put(name, data, meta=ObjectMeta(name=name, description=source))
     try:
         before, accepted = await status_store.accept_upload(
             document_id=document_id,
@@ -242,53 +241,51 @@ async def _upload(
             message, subjects.INGEST_REQUESTED, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
     log.info("upload %s queued as %s/%s (client_request_id=%s)", rid, collection, source, client_request_id(request))
-    await retire_cached_answers(gateway, collection)
-    if gateway.audit is not None:
-        details = {
-            "source": source,
-            "size": str(len(data)),
-            "content_hash": version,
-            "unchanged": str(unchanged).lower(),
-        }
-        await gateway.audit.record(
-            AuditEvent(
-                action="document_uploaded",
-                collection=collection,
-                target=document_id,
-                details=details,
-                **who(principal),
-                **where(request),
-            )
-        )
-    body = {
-        "document_id": document_id,
-        "status": "queued",
+    await retire_cached_answers(status_store, collection)
+    details = {
         "source": source,
-        "collection": collection,
-        "request_id": rid,
-        **client_label(request),
+        "size": str(len(data)),
+        "content_hash": version,
+        "unchanged": str(unchanged).lower(),
     }
-    return ("unchanged" if unchanged else "accepted"), body
+    await resources.audit.record(
+        AuditEvent(
+            action="document_uploaded",
+            collection=collection,
+            target=document_id,
+            details=details,
+            **who(principal),
+            **where(request),
+        )
+    )
+    accepted_body = DocumentAccepted(
+        document_id=document_id,
+        status="queued",
+        source=source,
+        collection=collection,
+        request_id=rid,
+        client_request_id=client_request_id(request) or None,
+    )
+    return ("unchanged" if unchanged else "accepted"), accepted_body
 
 
 @router.get("", response_model=DocumentList, responses=errors(422, 503))
 async def list_documents(
-    gateway: GatewayDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
+    resources: ResourcesDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
 ) -> DocumentList:
     """Documents of the collections this caller may read (of one, with ``?collection=``)."""
     if collection is not None:
         check_collection(collection)
         require(principal, collection, Right.READ)
-    records = await _status_store(gateway).list(collection)
+    records = await resources.status.list(collection)
     return DocumentList(documents=[r for r in records if principal.can(r.collection, Right.READ)])
 
 
 @router.get("/{document_id}", responses=errors(404, 503))
 async def get_document(
-    document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
+    document_id: str, request: Request, resources: ResourcesDep, principal: Authenticated
 ) -> DocumentStatus:
-    _, record = await readable_record(gateway, request, principal, document_id)
-    return record
+    return await readable_record(resources, request, principal, document_id)
 
 
 @router.delete(
@@ -299,9 +296,10 @@ async def get_document(
     responses=errors(404, 503),
 )
 async def delete_document(
-    document_id: str, request: Request, gateway: GatewayDep, principal: Authenticated
+    document_id: str, request: Request, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
 ) -> DocumentAccepted:
-    store, record = await readable_record(gateway, request, principal, document_id)
+    store = resources.status
+    record = await readable_record(resources, request, principal, document_id)
     require(principal, record.collection, Right.WRITE)  # it may read it: a 403 tells it nothing new
     rid = request_id(request)
     try:
@@ -315,16 +313,15 @@ async def delete_document(
         await gateway.broker.publish(
             message, subjects.INGEST_DELETE, stream=subjects.INGEST_STREAM, headers={"Nats-Msg-Id": rid}
         )
-    await retire_cached_answers(gateway, record.collection)
-    if gateway.audit is not None:
-        await gateway.audit.record(
-            AuditEvent(
-                action="document_deleted",
-                collection=record.collection,
-                target=document_id,
-                details={"source": record.source},
-                **who(principal),
-                **where(request),
-            )
+    await retire_cached_answers(store, record.collection)
+    await resources.audit.record(
+        AuditEvent(
+            action="document_deleted",
+            collection=record.collection,
+            target=document_id,
+            details={"source": record.source},
+            **who(principal),
+            **where(request),
         )
+    )
     return DocumentAccepted(document_id=document_id, status="deleting", request_id=rid)

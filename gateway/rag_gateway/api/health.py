@@ -13,7 +13,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rag_common.transport.service import nats_connected
 from rag_common.wire import subjects
 from rag_common.wire.http_api import Liveness, Readiness
-from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.deps import Gateway, GatewayDep, ResourcesIfOpen
+from rag_gateway.resources import Resources
 
 router = APIRouter(tags=["health"])
 
@@ -78,7 +79,7 @@ async def services_state(gateway: Gateway) -> dict[str, str]:
     return services
 
 
-async def readiness(gateway: Gateway) -> Readiness:
+async def readiness(gateway: Gateway, resources: Resources | None) -> Readiness:
     """This gateway's own checks (they decide readiness) and the services behind it (reported).
 
     Also sets ``rag_gateway_ready`` and ``rag_service_up``; the gateway's monitor calls this every
@@ -86,7 +87,7 @@ async def readiness(gateway: Gateway) -> Readiness:
     """
     checks: dict[str, str] = {}
     checks["nats"] = "ok" if nats_connected(gateway.broker) else "disconnected"
-    checks["buckets"] = "ok" if gateway.status is not None and gateway.objects is not None else "not open"
+    checks["buckets"] = "ok" if resources is not None else "not open"
     services: dict[str, str] = {}
     if checks["nats"] == "ok":
         checks["streams"], services = await asyncio.gather(_streams(gateway), services_state(gateway))
@@ -107,7 +108,7 @@ async def readiness(gateway: Gateway) -> Readiness:
     response_model=Readiness,
     responses={503: {"model": Readiness, "description": "not ready: `missing` names the failed checks"}},
 )
-async def readyz(gateway: GatewayDep, response: Response) -> Readiness:
+async def readyz(gateway: GatewayDep, resources: ResourcesIfOpen, response: Response) -> Readiness:
     """Ready when this gateway can serve: connected to NATS, streams and buckets in place.
 
     The services behind it are reported, not required: a dead evaluator makes answers fail
@@ -115,7 +116,7 @@ async def readyz(gateway: GatewayDep, response: Response) -> Readiness:
     would then get connection errors instead of a clear 503 per request). Missing services show
     as ``"status": "degraded"`` with their names under ``degraded``.
     """
-    body = await readiness(gateway)
+    body = await readiness(gateway, resources)
     response.status_code = 503 if body.missing else 200
     return body
 

@@ -17,15 +17,17 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag_common.store.documents import StatusStore
 from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import AnswerDelta, AnswerError, QueryAnswered, Turn
 from rag_gateway.access import Authenticated, authenticate
 from rag_gateway.answers import Pending
-from rag_gateway.api.query import QueryIn, answer_body, final_answer, next_event, submit
+from rag_gateway.api.query import QueryIn, answer_body, answer_of, final_answer, next_event, submit
 from rag_gateway.auth import Principal
-from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.deps import Gateway, GatewayDep, ResourcesDep
 from rag_gateway.errors import ApiError, request_id
 from rag_gateway.openapi import errors
+from rag_gateway.resources import Resources
 from rag_gateway.sessions import ANSWER_CHARS
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[Depends(authenticate)])
@@ -112,11 +114,9 @@ class ChatCompletion(BaseModel):
     rag: Answer = Field(description="the full answer of POST /v1/query: citations, passages, flags, route")
 
 
-async def model_ids(gateway: Gateway, principal: Principal) -> list[str]:
+async def model_ids(status: StatusStore, principal: Principal) -> list[str]:
     """The collections this caller may read, as /v1/collections lists them."""
-    if gateway.status is None:
-        raise ApiError(503, "unavailable", "document storage is not ready yet")
-    return principal.visible_collections(await gateway.status.collection_names())
+    return principal.visible_collections(await status.collection_names())
 
 
 def conversation_of(messages: list[ChatMessage]) -> tuple[str, list[Turn]]:
@@ -137,8 +137,8 @@ def conversation_of(messages: list[ChatMessage]) -> tuple[str, list[Turn]]:
     return dialogue[-1].text, [t for t in turns if t.question.strip()]
 
 
-async def check_model(gateway: Gateway, principal: Principal, model: str) -> None:
-    if model not in await model_ids(gateway, principal):
+async def check_model(status: StatusStore, principal: Principal, model: str) -> None:
+    if model not in await model_ids(status, principal):
         message = f"the model {model!r} does not exist or you do not have access to it"
         raise ApiError(404, "model_not_found", message, param="model")
 
@@ -153,19 +153,21 @@ def usage_of(answered: QueryAnswered) -> CompletionUsage:
 
 
 @router.get("/models", response_model=ModelList, responses=errors(401, 429, 503, openai=True))
-async def list_models(gateway: GatewayDep, principal: Authenticated) -> ModelList:
+async def list_models(resources: ResourcesDep, principal: Authenticated) -> ModelList:
     """The collections this caller may read, as OpenAI models: the model id is the collection name."""
-    return ModelList(data=[ModelCard(id=name) for name in await model_ids(gateway, principal)])
+    return ModelList(data=[ModelCard(id=name) for name in await model_ids(resources.status, principal)])
 
 
 @router.get("/models/{model}", response_model=ModelCard, responses=errors(401, 404, 429, 503, openai=True))
-async def get_model(model: str, gateway: GatewayDep, principal: Authenticated) -> ModelCard:
-    await check_model(gateway, principal, model)
+async def get_model(model: str, resources: ResourcesDep, principal: Authenticated) -> ModelCard:
+    await check_model(resources.status, principal, model)
     return ModelCard(id=model)
 
 
-async def _prepared(body: ChatCompletionIn, gateway: Gateway, principal: Principal) -> tuple[QueryIn, list[Turn]]:
-    await check_model(gateway, principal, body.model)
+async def _prepared(
+    body: ChatCompletionIn, gateway: Gateway, resources: Resources, principal: Principal
+) -> tuple[QueryIn, list[Turn]]:
+    await check_model(resources.status, principal, body.model)
     question, turns = conversation_of(body.messages)
     turns = [t.model_copy(update={"answer": t.answer[:ANSWER_CHARS]}) for t in turns]
     turns = turns[-gateway.settings.session_max_turns :]
@@ -190,13 +192,13 @@ async def _prepared(body: ChatCompletionIn, gateway: Gateway, principal: Princip
     },
 )
 async def chat_completions(
-    body: ChatCompletionIn, request: Request, gateway: GatewayDep, principal: Authenticated
-) -> Any:
+    body: ChatCompletionIn, request: Request, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
+) -> ChatCompletion | StreamingResponse:
     """Answer the last user message from the collection named by ``model`` (``stream`` for SSE chunks)."""
     started = time.perf_counter()
     rid = request_id(request)
-    query, turns = await _prepared(body, gateway, principal)
-    pending = await submit(gateway, query, rid, history=turns, stream=body.stream, owner=principal.owner)
+    query, turns = await _prepared(body, gateway, resources, principal)
+    pending = await submit(gateway, resources, query, rid, history=turns, stream=body.stream, owner=principal.owner)
     if body.stream:
         stream = chunks(gateway, request, pending, rid, body.model, started)
         return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
@@ -207,7 +209,7 @@ async def chat_completions(
         model=body.model,
         choices=[Choice(message=AssistantMessage(content=answered.draft.answer))],
         usage=usage_of(answered),
-        rag=Answer.model_validate(answer_body(answered, started, gateway, request)),
+        rag=answer_of(answered, started, gateway, request),
     )
 
 

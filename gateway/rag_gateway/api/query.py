@@ -8,24 +8,25 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_common.store.answer_cache import served
+from rag_common.store.answer_cache import AnswerCache, served
 from rag_common.transport.publishing import JSON
 from rag_common.transport.telemetry import current_trace_id
 from rag_common.wire import subjects
 from rag_common.wire.http_api import Answer
-from rag_common.wire.messages import AnswerDelta, AnswerError, Query, QueryAnswered, QueryRequested, Turn
+from rag_common.wire.messages import AnswerDelta, AnswerError, Flag, Query, QueryAnswered, QueryRequested, Turn
 from rag_common.wire.names import Collection, Filters
 from rag_gateway.access import Authenticated, authenticate, require
 from rag_gateway.answers import Event, Pending
 from rag_gateway.auth import Right
-from rag_gateway.deps import Gateway, GatewayDep
+from rag_gateway.deps import Gateway, GatewayDep, ResourcesDep
 from rag_gateway.errors import ApiError, client_label, client_request_id, request_id
 from rag_gateway.openapi import errors
-from rag_gateway.sessions import SessionCollectionMismatch, scoped_id, valid_session_id
+from rag_gateway.resources import Resources
+from rag_gateway.sessions import SessionCollectionMismatch, SessionStore, scoped_id, valid_session_id
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
@@ -67,23 +68,23 @@ async def readable_query(body: QueryIn, principal: Authenticated) -> QueryIn:
 ReadableQuery = Annotated[QueryIn, Depends(readable_query)]
 
 
-async def conversation(gateway: Gateway, body: QueryIn, owner: str) -> list[Turn] | None:
+async def conversation(sessions: SessionStore, body: QueryIn, owner: str) -> list[Turn] | None:
     """The earlier turns of ``owner``'s session, checked to belong to the collection asked (before
     queuing). Another owner's session of the same id is not seen: this starts a new one."""
-    if body.session_id is None or gateway.sessions is None:
+    if body.session_id is None:
         return None
     try:
-        return await gateway.sessions.history(scoped_id(owner, body.session_id), body.collection)
+        return await sessions.history(scoped_id(owner, body.session_id), body.collection)
     except SessionCollectionMismatch as exc:
         raise ApiError(409, "session_collection_mismatch", str(exc)) from None
 
 
-async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAnswered, owner: str) -> None:
+async def remember(sessions: SessionStore, body: QueryIn, rid: str, answered: QueryAnswered, owner: str) -> None:
     """Record an answered turn of a conversation; a blocked injection attempt is not carried on."""
-    if body.session_id is None or gateway.sessions is None:
+    if body.session_id is None:
         return
-    flags = answered.evaluation.flags
-    if flags.get("injection_suspected") and flags.get("refused"):
+    evaluation = answered.evaluation
+    if evaluation.raised(Flag.INJECTION_SUSPECTED) and evaluation.raised(Flag.REFUSED):
         return
     turn = Turn(
         # The question as the stages read it: a dropped attack is not carried into the conversation.
@@ -93,13 +94,14 @@ async def remember(gateway: Gateway, body: QueryIn, rid: str, answered: QueryAns
         sources=list(dict.fromkeys(c.source for c in answered.citations)),
     )
     try:
-        await gateway.sessions.record(scoped_id(owner, body.session_id), body.collection, rid, turn)
+        await sessions.record(scoped_id(owner, body.session_id), body.collection, rid, turn)
     except Exception as exc:  # the answer is already on its way; memory is best effort
         log.warning("could not record a turn of session %s: %s", body.session_id, exc)
 
 
 async def submit(
     gateway: Gateway,
+    resources: Resources,
     body: QueryIn,
     rid: str,
     history: list[Turn] | None = None,
@@ -116,7 +118,7 @@ async def submit(
     ``owner``: whose session ``body.session_id`` names (``Principal.owner``).
     """
     if history is None:
-        history = await conversation(gateway, body, owner)
+        history = await conversation(resources.sessions, body, owner)
     pending = gateway.hub.open(rid)
     message = QueryRequested(
         query=Query(
@@ -133,7 +135,7 @@ async def submit(
             tenant=owner,
         )
     )
-    if await answered_from_cache(gateway, message.query, pending):
+    if await answered_from_cache(gateway, resources.answer_cache, message.query, pending):
         return pending
     try:
         await publish_question(gateway, message)
@@ -145,12 +147,11 @@ async def submit(
     return pending
 
 
-async def answered_from_cache(gateway: Gateway, query: Query, pending: Pending) -> bool:
+async def answered_from_cache(gateway: Gateway, cache: AnswerCache | None, query: Query, pending: Pending) -> bool:
     """Answer a question asked before in these very words from the answer cache, without queuing
     it: its answer (and, for a streaming caller, its text as one token event first) goes to
     ``pending`` as the stages would send it. Not in a conversation with earlier turns; a cache that
     cannot be read leaves the question to the stages (the retriever looks up again)."""
-    cache = gateway.answer_cache
     if cache is None or query.history or query.tenant is None:
         return False
     started = time.perf_counter()
@@ -215,9 +216,9 @@ def answer_of(answered: QueryAnswered, started: float, gateway: Gateway, request
     if label and answer.__pydantic_extra__ is not None:
         answer.__pydantic_extra__["client_request_id"] = label
     answer.timings_ms["total"] = round((time.perf_counter() - started) * 1000, 3)
-    metrics, flags = gateway.metrics, answered.evaluation.flags
-    metrics.queries.labels("refused" if flags.get("refused") else "answered", answered.route.tier).inc()
-    for flag, raised in flags.items():
+    metrics, evaluation = gateway.metrics, answered.evaluation
+    metrics.queries.labels("refused" if evaluation.raised(Flag.REFUSED) else "answered", answered.route.tier).inc()
+    for flag, raised in evaluation.flags.items():
         if raised:
             metrics.flags.labels(flag).inc()
     for stage, ms in answered.timings_ms.items():
@@ -253,17 +254,20 @@ async def final_answer(gateway: Gateway, pending: Pending, rid: str) -> QueryAns
 
 
 @router.post("/query", response_model=Answer, responses=errors(404, 409, 422, 503, 504))
-async def query(body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated) -> Response:
+async def query(
+    body: ReadableQuery, request: Request, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
+) -> Answer:
     """Answer a question with citations, route, flags, usage, timings and trace id."""
     started = time.perf_counter()
     rid = request_id(request)
     owner = principal.owner
-    pending = await submit(gateway, body, rid, label=client_request_id(request), stream=False, owner=owner)
+    label = client_request_id(request)
+    pending = await submit(gateway, resources, body, rid, label=label, stream=False, owner=owner)
     answer = await final_answer(gateway, pending, rid)
-    await remember(gateway, body, rid, answer, owner)
-    # Encoded here, once: returned as a dict, FastAPI would validate the body against Answer again.
-    encoded = answer_of(answer, started, gateway, request).model_dump_json()
-    return Response(encoded, media_type="application/json")
+    await remember(resources.sessions, body, rid, answer, owner)
+    # An Answer is not validated again (FastAPI keeps an instance of the response model as it is)
+    # and is encoded once, straight to JSON bytes.
+    return answer_of(answer, started, gateway, request)
 
 
 def stream_error(status: int, code: str, message: str, rid: str, request: Request) -> dict[str, Any]:
@@ -285,14 +289,15 @@ def stream_error(status: int, code: str, message: str, rid: str, request: Reques
     },
 )
 async def query_stream(
-    body: ReadableQuery, request: Request, gateway: GatewayDep, principal: Authenticated
+    body: ReadableQuery, request: Request, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
 ) -> AsyncIterator[ServerSentEvent]:
     """``token`` events as the generator produces text, then one ``done`` (the full answer) or ``error``."""
     started = time.perf_counter()
     rid = request_id(request)
     owner = principal.owner
     try:
-        pending = await submit(gateway, body, rid, label=client_request_id(request), stream=True, owner=owner)
+        label = client_request_id(request)
+        pending = await submit(gateway, resources, body, rid, label=label, stream=True, owner=owner)
     except ApiError as exc:
         yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
         return
@@ -311,7 +316,7 @@ async def query_stream(
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
-                await remember(gateway, body, rid, event, owner)
+                await remember(resources.sessions, body, rid, event, owner)
                 yield ServerSentEvent(event="done", data=answer_body(event, started, gateway, request))
                 return
     finally:

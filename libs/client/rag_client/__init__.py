@@ -2,7 +2,7 @@
 
 from rag_client.client import AsyncRagClient, RagClient, RagError
 from rag_common.wire.http_api import Answer, CollectionInfo, DocumentAccepted
-from rag_common.wire.messages import DocumentStatus, Passage
+from rag_common.wire.messages import DocumentStatus, Flag, Passage
 
 __all__ = [
     "Answer",
@@ -10,6 +10,7 @@ __all__ = [
     "CollectionInfo",
     "DocumentAccepted",
     "DocumentStatus",
+    "Flag",
     "Passage",
     "RagClient",
     "RagError",

@@ -32,6 +32,7 @@ HARNESS = "rag_scorecard"  # the offline evaluation harness (tools/scorecard), r
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``rag`` command line: global options (gateway, key, timeout) and one subcommand per task."""
     parser = argparse.ArgumentParser(prog="rag", description="Talk to a RAG gateway: ingest, ask, chat, docs, eval.")
     parser.add_argument("--url", help=f"the gateway (default: $RAG_URL or {DEFAULT_URL})")
     parser.add_argument("--api-key", help="sent as a bearer token (default: $RAG_API_KEY)")
@@ -78,11 +79,13 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def where(passage_source: str, section: str, page: int | None) -> str:
+    """Where a passage is, as a reader finds it again: source · section · page."""
     parts = [passage_source] + ([section] if section else []) + ([f"p. {page}"] if page else [])
     return " · ".join(parts)
 
 
 def print_answer_details(console: Console, answer: Answer) -> None:
+    """The sources, raised flags and route under an answer, so a user sees why it is to be trusted or not."""
     if answer.citations:
         console.print("Sources:", style="bold")
         for c in answer.citations:
@@ -97,6 +100,7 @@ def print_answer_details(console: Console, answer: Answer) -> None:
 
 
 def stream_answer(console: Console, client: RagClient, question: str, **fields: object) -> Answer:
+    """Print the answer's text as it streams, then return the final answer (502 when the stream breaks off)."""
     final: Answer | None = None
     for item in client.stream(question, **fields):  # type: ignore[arg-type]
         if isinstance(item, str):
@@ -110,6 +114,7 @@ def stream_answer(console: Console, client: RagClient, question: str, **fields: 
 
 
 def cmd_ask(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    """``rag ask``: one question, streamed to the terminal, or the whole answer as JSON with ``--json``."""
     question = " ".join(args.question)
     fields = {"collection": args.collection, "session_id": args.session, "selected_text": args.selected_text}
     if args.json:
@@ -122,6 +127,7 @@ def cmd_ask(console: Console, client: RagClient, args: argparse.Namespace) -> in
 
 
 def cmd_chat(console: Console, client: RagClient, args: argparse.Namespace, read: Callable[[str], str]) -> int:
+    """``rag chat``: a conversation in one session until ``/quit`` or end of input (``/new`` starts over)."""
     session = args.session or f"cli-{uuid.uuid4().hex}"
     console.print(f"Conversation {session} in collection {args.collection!r}. /new starts over, /quit ends.")
     for _ in range(MAX_CHAT_TURNS):
@@ -148,6 +154,7 @@ def cmd_chat(console: Console, client: RagClient, args: argparse.Namespace, read
 
 
 def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    """``rag docs``: the collection's documents as a table, tab-separated lines in a pipe, or JSON."""
     records = client.documents(args.collection)
     if args.json:
         console.print_json(json.dumps([r.model_dump() for r in records]))
@@ -179,6 +186,7 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
 
 
 def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) -> int:
+    """``rag ingest``: bring a collection in line with a folder (upload what is new or changed)."""
     files = local_files(args.folder)
     skipped = skipped_files(args.folder)
     for source, reason in skipped.items():
@@ -243,9 +251,11 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
 
 
 def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    """Run the offline harness as a process of its own (``python -m rag_scorecard``), with this
-    interpreter. The harness sits above the services (it starts them all when no deployment
-    answers), so the client runs it and never imports it."""
+    """Run the offline harness as a process of its own (``python -m rag_scorecard``), with this interpreter.
+
+    The harness sits above the services (it starts them all when no deployment answers), so the
+    client runs it and never imports it.
+    """
     harness_args = list(args.harness_args)
     if url_given and "--url" not in harness_args:
         harness_args += ["--url", url_given]
@@ -255,6 +265,7 @@ def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) -> int:
+    """Run one command; the exit code says whether it worked, failed, or was called wrongly."""
     args = parse(sys.argv[1:] if argv is None else argv)
     console = Console(file=sys.stdout, highlight=False)
     url_given = args.url or os.environ.get("RAG_URL")
@@ -281,4 +292,5 @@ def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) 
 
 
 def run() -> None:
+    """The ``rag`` console script."""
     sys.exit(main())

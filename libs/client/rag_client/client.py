@@ -49,6 +49,7 @@ class RagError(Exception):
 
     @property
     def retryable(self) -> bool:
+        """Whether the same request may work when tried again (rate limited, or a gateway busy or restarting)."""
         return self.status in RETRY_STATUSES
 
     def about(self, source: str) -> RagError:
@@ -213,6 +214,7 @@ class RagClient(_Base):
         self.close()
 
     def close(self) -> None:
+        """Close the connection pool."""
         self.http.close()
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -236,6 +238,7 @@ class RagClient(_Base):
         filters: Mapping[str, Any] | None = None,
         selected_text: str | None = None,
     ) -> Answer:
+        """Ask a question and wait for the whole answer (``POST /v1/query``)."""
         body = _query_body(question, collection, session_id, filters, selected_text)
         return Answer.model_validate(self._send("POST", "/v1/query", json=body).json())
 
@@ -269,16 +272,20 @@ class RagClient(_Base):
             response.close()
 
     def collections(self) -> list[CollectionInfo]:
+        """The collections this key may read, with their document counts and the key's rights."""
         return self._get("/v1/collections", CollectionList).collections
 
     def documents(self, collection: str | None = None) -> list[DocumentStatus]:
+        """The documents of the collections this key may read (of one, with ``collection``)."""
         params = {"collection": collection} if collection else {}
         return self._get("/v1/documents", DocumentList, params=params).documents
 
     def document(self, document_id: str) -> DocumentStatus:
+        """One document's status: queued, processing, indexed, unchanged, failed or deleting."""
         return self._get(f"/v1/documents/{document_id}", DocumentStatus)
 
     def delete(self, document_id: str) -> DocumentAccepted:
+        """Ask for a document's deletion: its status says ``deleting`` until ingest has removed it."""
         return DocumentAccepted.model_validate(self._send("DELETE", f"/v1/documents/{document_id}").json())
 
     def upload(
@@ -331,10 +338,12 @@ class RagClient(_Base):
             time.sleep(poll_s)
 
     def session(self, session_id: str) -> dict[str, Any]:
+        """The turns remembered for one of this key's conversations, oldest first."""
         data: dict[str, Any] = self._send("GET", f"/v1/sessions/{session_id}").json()
         return data
 
     def forget(self, session_id: str) -> None:
+        """Forget one of this key's conversations now, not after its TTL."""
         self._send("DELETE", f"/v1/sessions/{session_id}")
 
 
@@ -365,6 +374,7 @@ class AsyncRagClient(_Base):
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Close the connection pool."""
         await self.http.aclose()
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -386,6 +396,7 @@ class AsyncRagClient(_Base):
         filters: Mapping[str, Any] | None = None,
         selected_text: str | None = None,
     ) -> Answer:
+        """Ask a question and wait for the whole answer (``POST /v1/query``)."""
         body = _query_body(question, collection, session_id, filters, selected_text)
         return Answer.model_validate((await self._send("POST", "/v1/query", json=body)).json())
 
@@ -422,16 +433,20 @@ class AsyncRagClient(_Base):
             await response.aclose()
 
     async def collections(self) -> list[CollectionInfo]:
+        """The collections this key may read, with their document counts and the key's rights."""
         return CollectionList.model_validate((await self._send("GET", "/v1/collections")).json()).collections
 
     async def documents(self, collection: str | None = None) -> list[DocumentStatus]:
+        """The documents of the collections this key may read (of one, with ``collection``)."""
         params = {"collection": collection} if collection else {}
         return DocumentList.model_validate((await self._send("GET", "/v1/documents", params=params)).json()).documents
 
     async def document(self, document_id: str) -> DocumentStatus:
+        """One document's status: queued, processing, indexed, unchanged, failed or deleting."""
         return DocumentStatus.model_validate((await self._send("GET", f"/v1/documents/{document_id}")).json())
 
     async def delete(self, document_id: str) -> DocumentAccepted:
+        """Ask for a document's deletion: its status says ``deleting`` until ingest has removed it."""
         return DocumentAccepted.model_validate((await self._send("DELETE", f"/v1/documents/{document_id}")).json())
 
     async def upload(
@@ -444,6 +459,7 @@ class AsyncRagClient(_Base):
         wait: bool = True,
         timeout_s: float = 300.0,
     ) -> DocumentStatus:
+        """Upload one file (``name`` is its source name, default the file name); by default wait until done."""
         files, data = _upload_parts(Path(path), name, collection, metadata)
         response = await self._send("POST", "/v1/documents", files=files, data=data)
         accepted = DocumentAccepted.model_validate(response.json())
@@ -454,6 +470,7 @@ class AsyncRagClient(_Base):
     async def upload_folder(
         self, folder: str | Path, *, collection: str = "default", wait: bool = True, timeout_s: float = 600.0
     ) -> dict[str, DocumentStatus]:
+        """Upload every supported file under ``folder`` (its relative path is its source name)."""
         accepted: dict[str, DocumentAccepted] = {}
         for rel, path in local_files(Path(folder)).items():
             try:
@@ -472,6 +489,7 @@ class AsyncRagClient(_Base):
         return dict(zip(accepted, results, strict=True))
 
     async def wait_for(self, document_id: str, *, timeout_s: float = 300.0, poll_s: float = 0.2) -> DocumentStatus:
+        """Poll a document until it is indexed, unchanged or failed; ``TimeoutError`` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         while True:
             record = await self.document(document_id)
@@ -482,8 +500,10 @@ class AsyncRagClient(_Base):
             await asyncio.sleep(poll_s)
 
     async def session(self, session_id: str) -> dict[str, Any]:
+        """The turns remembered for one of this key's conversations, oldest first."""
         data: dict[str, Any] = (await self._send("GET", f"/v1/sessions/{session_id}")).json()
         return data
 
     async def forget(self, session_id: str) -> None:
+        """Forget one of this key's conversations now, not after its TTL."""
         await self._send("DELETE", f"/v1/sessions/{session_id}")

@@ -41,6 +41,8 @@ def file_hash(path: Path) -> str:
 
 @dataclass
 class SyncPlan:
+    """What ``rag ingest`` will do to make a collection match a folder, shown before it is done."""
+
     upload: list[str] = field(default_factory=list)  # new or changed (or failed before)
     unchanged: list[str] = field(default_factory=list)
     delete: list[DocumentStatus] = field(default_factory=list)  # in the collection, gone from the folder

@@ -1,35 +1,15 @@
-"""The evaluator's stage of an assessment: check every question, send the failed ones back once (to
-the retriever, for passages of another section, then to the generator), then store the paper (only
-valid questions) with its counts.
+"""The evaluator's stage of an assessment, as pure functions: check every question, pick the failed
+ones to send back once (to the retriever, for passages of another section, then to the generator),
+and make the paper (only valid questions) with its counts. The handler around them is
+``rag_evaluator.handlers``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from faststream.nats import NatsBroker
-
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.transport.consuming import register_work_queue
-from rag_common.transport.publishing import publish_assessment
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
-from rag_common.transport.telemetry import ServiceTelemetry
-from rag_common.wire import subjects
-from rag_common.wire.messages.assessment import (
-    AssessmentDrafted,
-    AssessmentItem,
-    AssessmentRejected,
-    AssessmentState,
-    Question,
-    Validation,
-)
+from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, Validation
 from rag_evaluator.question_checks import validate
-from rag_evaluator.settings import EvaluatorSettings
-
-log = logging.getLogger("rag.evaluator")
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
@@ -107,68 +87,4 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     state.seconds_per_question = round(sum(seconds) / len(seconds), 4) if seconds else 0.0
 
 
-def register_assessments(
-    broker: NatsBroker, settings: EvaluatorSettings, telemetry: ServiceTelemetry, state: dict[str, Any]
-) -> None:
-    metrics = AssessmentMetrics(telemetry.registry)
-
-    def store() -> AssessmentStore | None:
-        found: AssessmentStore | None = state.get("assessments")
-        return found
-
-    async def on_drafted(drafted: AssessmentDrafted) -> None:
-        job = drafted.assessment
-        embed: Embed | None = state.get("embed")
-        jobs = store()
-        if jobs is not None:
-            await jobs.update(job.id, in_stage("validating"))
-        with telemetry.tracer.start_as_current_span("assessment_validation"):
-            items = await asyncio.to_thread(
-                check_items, drafted.items, embed, settings.near_duplicate_cosine, drafted.round
-            )
-        to_redo = [item for item in items if failed(item)]
-        fresh = [
-            i for i in items if i.question is not None and i.question.validation.regenerated == (drafted.round > 1)
-        ]
-        rejected = sum(1 for i in fresh if i.question is not None and not i.question.validation.valid)
-        metrics.questions.labels("rejected").inc(rejected)
-        if drafted.round == 1 and to_redo:
-            metrics.questions.labels("regenerated").inc(len(to_redo))
-            if jobs is not None:
-
-                def regenerating(s: AssessmentState) -> None:
-                    s.status, s.progress.stage = "generating", "regenerating"
-                    s.counts.rejected, s.counts.regenerated = rejected, len(to_redo)
-
-                await jobs.update(job.id, regenerating)
-            again = AssessmentRejected(assessment=job, items=regenerate(items), foils=drafted.foils, round=2)
-            await publish_assessment(broker, again, subjects.ASSESSMENT_REJECTED, f"{job.id}:rejected:2")
-            return
-        dropped = len(to_redo)
-        metrics.questions.labels("dropped").inc(dropped)
-        metrics.assessments.labels("done").inc()
-        if jobs is not None:
-
-            def done(s: AssessmentState) -> None:
-                finish(s, items, drafted.round)
-                s.counts.rejected += rejected
-
-            await jobs.update(job.id, done)
-        log.info("assessment %s done: %d questions, %d dropped", job.id, len(items) - dropped, dropped)
-
-    register_work_queue(
-        broker,
-        settings,
-        telemetry,
-        subject=subjects.ASSESSMENT_DRAFTED,
-        consumer=subjects.EVALUATOR_ASSESSMENT_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
-        model=AssessmentDrafted,
-        work=on_drafted,
-        ack_wait=120.0,
-        on_failure=assessment_failure_hook(store, metrics),
-    )
-
-
-__all__ = ["Validation", "check_items", "finish", "regenerate", "register_assessments"]
+__all__ = ["Embed", "Validation", "check_items", "failed", "finish", "regenerate"]

@@ -18,22 +18,7 @@ from rag_common.text.injection import strip_spans
 from rag_common.text.lines import LIST_MARKER
 from rag_common.text.sentences import split_sentences
 from rag_common.text.words import STOP_WORDS, stem, tokens
-from rag_common.wire.messages import Evaluation, Passage
-
-FLAG_NAMES = (
-    "refused",
-    "citation_invalid",
-    "conflicting_sources",
-    "ungrounded",
-    "low_confidence",
-    "injection_suspected",
-    "terminology",
-    "model_answer_rejected",
-)
-# Informational: declining to answer from insufficient context is correct behaviour, and a model's
-# answer that failed its checks was replaced by the extractive one, which is judged on its own.
-INFORMATIONAL_FLAGS = frozenset({"refused", "model_answer_rejected"})
-FAILING_FLAGS = frozenset(set(FLAG_NAMES) - INFORMATIONAL_FLAGS)
+from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, Passage, QueryDrafted
 
 # A sentence is grounded when this share of its content words is in the passages it cites...
 UNGROUNDED_BELOW = 0.5
@@ -210,19 +195,19 @@ def evaluate(
     `preface` is canned text the answer opens with (the refusal of a question's dropped attack): it
     is no statement to check. `model_answer_rejected` is why a model's answer was withheld.
     """
-    flags = dict.fromkeys(FLAG_NAMES, False)
+    flags: dict[str, bool] = {flag: False for flag in Flag}
     details: dict[str, object] = {}
-    flags["refused"] = refused
+    flags[Flag.REFUSED] = refused
     if preface and answer.startswith(preface):
         answer = answer[len(preface) :]
     if model_answer_rejected:
-        flags["model_answer_rejected"] = True
-        details["model_answer_rejected"] = model_answer_rejected
+        flags[Flag.MODEL_ANSWER_REJECTED] = True
+        details[Flag.MODEL_ANSWER_REJECTED] = model_answer_rejected
 
     planted = [p for p in passages if p.injection_spans]
     if suspicions or planted:
-        flags["injection_suspected"] = True
-        details["injection_suspected"] = {
+        flags[Flag.INJECTION_SUSPECTED] = True
+        details[Flag.INJECTION_SUSPECTED] = {
             "suspicions": list(suspicions),
             "passages": [{"n": p.n, "source": p.source, "section": p.section, "page": p.page} for p in planted],
         }
@@ -231,15 +216,15 @@ def evaluate(
         numbers = citation_numbers(answer) if cited is None else cited
         invalid, why = _citation_verdict(numbers, (p.n for p in passages))
         if invalid:
-            flags["citation_invalid"], details["citation_invalid"] = True, why
+            flags[Flag.CITATION_INVALID], details[Flag.CITATION_INVALID] = True, why
         conflicts = relevant_conflicts(passages, question, answer)
         if conflicts:
-            flags["conflicting_sources"] = True
-            details["conflicting_sources"] = [{"subject": c.subject, "values": c.values} for c in conflicts]
+            flags[Flag.CONFLICTING_SOURCES] = True
+            details[Flag.CONFLICTING_SOURCES] = [{"subject": c.subject, "values": c.values} for c in conflicts]
         weakest = weakest_support(answer, passages)
         if weakest is not None and weakest.value < UNGROUNDED_BELOW:
-            flags["ungrounded"] = True
-            details["ungrounded"] = {
+            flags[Flag.UNGROUNDED] = True
+            details[Flag.UNGROUNDED] = {
                 "sentence": weakest.sentence,
                 "support": weakest.share,
                 "missing_numbers": list(weakest.missing_numbers),
@@ -248,13 +233,34 @@ def evaluate(
         if weakest is not None and UNGROUNDED_BELOW <= weakest.value < MARGINAL_BELOW:
             reasons.append(f"the weakest sentence is only marginally supported ({weakest.share:.2f} of its words)")
         if reasons:
-            flags["low_confidence"], details["low_confidence"] = True, "; ".join(reasons)
+            flags[Flag.LOW_CONFIDENCE], details[Flag.LOW_CONFIDENCE] = True, "; ".join(reasons)
     if refused and refusal_reason:
-        details["refused"] = refusal_reason
+        details[Flag.REFUSED] = refusal_reason
     rivals = rival_terms(answer, terminology) if terminology else []
     if rivals:
-        flags["terminology"], details["terminology"] = True, rivals
+        flags[Flag.TERMINOLOGY], details[Flag.TERMINOLOGY] = True, rivals
     return Evaluation(flags=flags, details=details, flagged=any(flags[n] for n in FAILING_FLAGS))
+
+
+def assess(drafted: QueryDrafted, terminology: Mapping[str, Sequence[str]] | None = None) -> Evaluation:
+    """Flags for one drafted answer. A canned greeting is not a document answer: it needs no citation.
+
+    ``terminology``: the collection profile's preferred term -> rival terms."""
+    if drafted.route.tier == "greeting" and not drafted.suspicions:
+        return Evaluation(flags={flag: False for flag in Flag}, details={}, flagged=False)
+    draft, retrieval = drafted.draft, drafted.retrieval
+    return evaluate(
+        draft.answer,
+        retrieval.passages,
+        refused=draft.refused,
+        question=retrieval.rewritten_question or drafted.query.question,
+        suspicions=drafted.suspicions,
+        low_confidence=retrieval.low_confidence,
+        refusal_reason=draft.refusal_reason,
+        terminology=terminology,
+        preface=draft.preface,
+        model_answer_rejected=draft.model_answer_rejected,
+    )
 
 
 def relevant_conflicts(passages: Sequence[Passage], question: str | None, answer: str) -> list[Conflict]:

@@ -13,19 +13,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from faststream.nats import NatsBroker
-
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.store.assessments import AssessmentMetrics
 from rag_common.text.words import normal_words
-from rag_common.transport.consuming import register_work_queue
-from rag_common.transport.publishing import publish_assessment
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
-from rag_common.transport.telemetry import ServiceTelemetry
-from rag_common.wire import subjects
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
     BLOOM_VERBS,
-    AssessmentDrafted,
     AssessmentItem,
     AssessmentRetrieved,
     Citation,
@@ -178,42 +170,3 @@ async def write_items(
         if progress is not None:
             await progress(done, len(retrieved.items))
     return out
-
-
-def register_assessments(
-    broker: NatsBroker, settings: GeneratorSettings, telemetry: ServiceTelemetry, state: dict[str, Any]
-) -> None:
-    """Consume ``rag.assessment.retrieved`` (both rounds) and publish the drafted questions."""
-    metrics = AssessmentMetrics(telemetry.registry)
-
-    def store() -> AssessmentStore | None:
-        found: AssessmentStore | None = state.get("assessments")
-        return found
-
-    async def on_retrieved(retrieved: AssessmentRetrieved) -> None:
-        job = retrieved.assessment
-        jobs = store()
-
-        async def progress(done: int, total: int) -> None:
-            if jobs is None:
-                return
-            await jobs.update(job.id, in_stage("generating", done, total))
-
-        with telemetry.tracer.start_as_current_span("assessment_generation"):
-            items = await write_items(settings, retrieved, metrics, progress)
-        drafted = AssessmentDrafted(assessment=job, items=items, foils=retrieved.foils, round=retrieved.round)
-        await publish_assessment(broker, drafted, subjects.ASSESSMENT_DRAFTED, f"{job.id}:drafted:{retrieved.round}")
-
-    register_work_queue(
-        broker,
-        settings,
-        telemetry,
-        subject=subjects.ASSESSMENT_RETRIEVED,
-        consumer=subjects.GENERATOR_ASSESSMENT_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
-        model=AssessmentRetrieved,
-        work=on_retrieved,
-        ack_wait=300.0,
-        on_failure=assessment_failure_hook(store, metrics),
-    )

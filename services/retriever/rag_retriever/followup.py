@@ -176,9 +176,12 @@ def _head(phrase: str) -> str:
 def _replace_pronoun(question: str, subject: str) -> str | None:
     """Put the subject where the first pronoun (or "that plan"-style phrase) stands."""
     demonstrative = _DEMONSTRATIVE_NOUN.search(question)
-    if demonstrative and demonstrative.group("noun").lower() not in _NOT_A_SUBJECT:
-        if demonstrative.group("noun").lower() in subject.lower():
-            return question[: demonstrative.start()] + subject + question[demonstrative.end() :]
+    if (
+        demonstrative
+        and demonstrative.group("noun").lower() not in _NOT_A_SUBJECT
+        and demonstrative.group("noun").lower() in subject.lower()
+    ):
+        return question[: demonstrative.start()] + subject + question[demonstrative.end() :]
     for match in _PRONOUN.finditer(question):
         word = match.group().lower()
         if word in {"this", "that", "these", "those"}:
@@ -210,9 +213,13 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite | None:
 
     about = _WHAT_ABOUT.match(question)
     short = _LEAD.sub("", question).strip().rstrip("?.! ")
-    if not about and _LEAD.match(question) and 0 < len(words_in(short)) <= 4:
-        if words_in(short)[0].lower() not in QUESTION_WORDS:
-            about = _WHAT_ABOUT.match(f"what about {short}?")
+    if (
+        not about
+        and _LEAD.match(question)
+        and 0 < len(words_in(short)) <= 4
+        and words_in(short)[0].lower() not in QUESTION_WORDS
+    ):
+        about = _WHAT_ABOUT.match(f"what about {short}?")
     if about:
         replacement = (about.group("x") or about.group("y") or "").strip()
         qualifier = re.match(r"(?:for|in|on|with|during|after|before)\s+", replacement, flags=re.IGNORECASE)

@@ -127,10 +127,10 @@ class LocalNatsServer:
             f'jetstream {{\n  store_dir: "{self.store_dir}"\n  sync_interval: always\n}}\n'
             + (self.cluster.config() if self.cluster else "")
         )
-        log = open(run_dir / "nats.log", "ab")
-        self.process = subprocess.Popen(
-            [nats_server_binary(), "-c", str(config)], stdout=log, stderr=log, start_new_session=self.own_session
-        )
+        with open(run_dir / "nats.log", "ab") as log:  # the server writes to its own copy of the handle
+            self.process = subprocess.Popen(
+                [nats_server_binary(), "-c", str(config)], stdout=log, stderr=log, start_new_session=self.own_session
+            )
         ports_file = run_dir / f"nats-server_{self.process.pid}.ports"
         deadline = time.monotonic() + timeout
         # Readiness is the ports file the server writes once it listens, polled with a deadline;

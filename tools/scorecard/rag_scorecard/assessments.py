@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from rag_common.wire.messages import Flag
 from rag_scorecard.options import EvalOptions
 from rag_scorecard.system import in_process_system, system_under_test
 
@@ -82,7 +83,7 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         reply = await client.post("/v1/query", json={"question": q["stem"], "collection": collection}, timeout=120)
         body = reply.json() if reply.status_code == 200 else {}
         cited = {c["source"] for c in body.get("citations", [])}
-        if q["citations"][0]["source"] in cited and not body.get("flags", {}).get("refused"):
+        if q["citations"][0]["source"] in cited and not body.get("flags", {}).get(Flag.REFUSED):
             answered += 1
         else:
             misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})
@@ -114,11 +115,10 @@ async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list
     say = lambda text: print(text, file=sys.stderr)  # noqa: E731
     # No URL: always a system of this code, started here (one on :8000 may be another version).
     system = system_under_test(options, say) if url else in_process_system(options, say)
-    async with system as base_url:
-        async with httpx.AsyncClient(base_url=base_url, timeout=120) as client:
-            for dataset in datasets:
-                results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
-                print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
+    async with system as base_url, httpx.AsyncClient(base_url=base_url, timeout=120) as client:
+        for dataset in datasets:
+            results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
+            print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
     return results
 
 

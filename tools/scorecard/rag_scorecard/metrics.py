@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from rag_common.text.words import STOP_WORDS
-from rag_common.wire.messages import Passage  # the one passage shape: the answer's, as the metrics read it
+from rag_common.wire.messages import Flag, Passage  # the one passage shape: the answer's, as the metrics read it
 
 # --- typed inputs ------------------------------------------------------------------------------
 
@@ -96,10 +96,7 @@ def passage_matches(passage: Passage, gold: GoldSource, rule: MatchRule = STRICT
         return False
     if gold.section is not None and passage.section != gold.section:
         return False
-    if gold.page is not None:
-        if passage.page is None or abs(passage.page - gold.page) > rule.page_tolerance:
-            return False
-    return True
+    return gold.page is None or (passage.page is not None and abs(passage.page - gold.page) <= rule.page_tolerance)
 
 
 def relevant(passage: Passage, golds: Sequence[GoldSource], rule: MatchRule = STRICT) -> bool:
@@ -325,7 +322,7 @@ def should_refuse(expectations: Expectations) -> bool:
     Prompt-injection items are in the corpus's domain (not out of scope) yet must be refused, so
     the explicit flag takes precedence; for sets without flags this is just ``out_of_scope``.
     """
-    explicit = expectations.expected_flags.get("refused")
+    explicit = expectations.expected_flags.get(Flag.REFUSED)
     return bool(explicit) if explicit is not None else expectations.out_of_scope
 
 
@@ -371,8 +368,10 @@ def score_answer(expect: Expectations, seen: Observed, question: str = "") -> An
         else None,
         flags_correct=flags_match(seen.flags, expect.expected_flags) if expect.expected_flags else None,
         tier_correct=(seen.tier == expect.expected_tier) if expect.expected_tier else None,
-        injection_correct=flags_match(seen.flags, {"injection_suspected": expect.expected_flags["injection_suspected"]})
-        if "injection_suspected" in expect.expected_flags
+        injection_correct=flags_match(
+            seen.flags, {Flag.INJECTION_SUSPECTED: expect.expected_flags[Flag.INJECTION_SUSPECTED]}
+        )
+        if Flag.INJECTION_SUSPECTED in expect.expected_flags
         else None,
         rewrite_correct=rewrite_matches(seen.rewritten_question, expect.expected_rewrite)
         if expect.expected_rewrite
@@ -384,8 +383,8 @@ def score_answer(expect: Expectations, seen: Observed, question: str = "") -> An
         else None,
         answer_words=None if seen.refused else answer_words(seen.answer),
         answerable_refused=seen.refused if not refuse else None,
-        unanswerable_answered=(not seen.refused and not seen.flags.get("low_confidence", False)) if refuse else None,
-        unanswerable_caught=(seen.refused or bool(seen.flags.get("low_confidence", False)))
+        unanswerable_answered=(not seen.refused and not seen.flags.get(Flag.LOW_CONFIDENCE, False)) if refuse else None,
+        unanswerable_caught=(seen.refused or bool(seen.flags.get(Flag.LOW_CONFIDENCE, False)))
         if expect.unanswerable
         else None,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rag_common.wire.messages import Passage
+from rag_common.wire.messages import Flag, Passage
 from rag_scorecard.client import Outcome, QuestionError
 from rag_scorecard.dataset import Dataset
 from rag_scorecard.markdown import render_markdown
@@ -40,7 +40,7 @@ def observed(body: Mapping[str, Any]) -> Observed:
     )
     return Observed(
         answer=str(body.get("answer", "")),
-        refused=flags.get("refused", False),
+        refused=flags.get(Flag.REFUSED, False),
         flagged=bool(body.get("flagged", False)),
         flags=flags,
         tier=(body.get("route") or {}).get("tier"),

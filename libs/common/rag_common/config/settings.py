@@ -239,12 +239,15 @@ class StoreSettings(ServiceSettings):
 
     @property
     def resolved_qdrant_path(self) -> Path:
+        """Where the embedded vector store keeps its files: ``QDRANT_PATH``, else under the data folder."""
         return self.qdrant_path or self.data_dir / "qdrant"
 
     @property
     def resolved_model_dir(self) -> Path:
+        """The MiniLM folder: ``RAG_MODEL_DIR``, else where ``make model`` puts it under the data folder."""
         return self.model_dir or self.data_dir / "models" / "all-MiniLM-L6-v2-int8"
 
     @property
     def resolved_second_model_dir(self) -> Path:
+        """The second dense model's folder: its setting, else where ``make model`` puts it."""
         return self.second_model_dir or self.data_dir / "models" / "bge-small-en-v1.5-int8"

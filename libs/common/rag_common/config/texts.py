@@ -34,7 +34,8 @@ MAX_TERM_CHARS = 80
 class CollectionTexts(BaseModel):
     """The profile of one collection: the assistant's name, its canned texts (each at most a short
     paragraph), a support contact, and a terminology catalogue (preferred term -> rival terms that
-    an answer should not use)."""
+    an answer should not use).
+    """  # noqa: D205 (the text is the model's published schema description)
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,9 +90,11 @@ def collection_texts(path: Path | None, collection: str) -> CollectionTexts:
 
 
 def with_contact(text: str, profile: CollectionTexts) -> str:
-    """``text`` with the profile's support contact appended (" Contact: <contact>."), so every
-    refusal and blocked reply says where to turn; unchanged when no contact is set or the text
-    already names it (a deployer who wrote the contact into the text is not repeated)."""
+    """``text`` with the profile's support contact appended (" Contact: <contact>.").
+
+    So every refusal and blocked reply says where to turn; unchanged when no contact is set or the
+    text already names it (a deployer who wrote the contact into the text is not repeated).
+    """
     contact = profile.support_contact
     if not contact or contact.casefold() in text.casefold():
         return text
@@ -107,6 +110,9 @@ def check_collections_file(path: Path | None) -> None:
 
 
 def blocked_reply(texts: CollectionTexts) -> str:
-    """The reply to a question refused as an attack: the collection's blocked text, and where to
-    get help when the profile names a support contact (``with_contact``, as every refusal)."""
+    """The reply to a question refused as an attack.
+
+    The collection's blocked text, and where to get help when the profile names a support contact
+    (``with_contact``, as every refusal).
+    """
     return with_contact(texts.blocked, texts)

@@ -1,6 +1,7 @@
-"""The semantic answer cache: an earlier answer served again to the same question, or to one that
-means the same, in the same collection, for the same tenant, while the collection's index is
-unchanged.
+"""The semantic answer cache: an earlier answer served again instead of asking the stages.
+
+To the same question, or to one that means the same, in the same collection, for the same
+tenant, while the collection's index is unchanged.
 
 What is kept: a final answer the evaluator passed with no flag raised (not refused, no conflict,
 nothing ungrounded, no injection), to a question asked outside a conversation. Where: the
@@ -71,8 +72,10 @@ TENANT_RE = re.compile(r"[A-Za-z0-9-]{1,80}")  # a key part: the gateway's Princ
 
 
 class AnswerCacheSettings(BaseSettings):
-    """The answer cache's settings, read alike by the gateway and the retriever (lookups) and the
-    evaluator (what is kept); shared names, so one value holds for all three."""
+    """The answer cache's settings, one value for the three processes that use the cache.
+
+    Read alike by the gateway and the retriever (lookups) and the evaluator (what is kept).
+    """
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
@@ -119,30 +122,37 @@ def context_digest(filters: Mapping[str, Any], selected_text: str | None) -> str
 
 
 def question_digest(question: str, context: str) -> str:
+    """The last part of a question's keys: the same normalised question in the same context shares it."""
     return hashlib.sha256(f"{normalize(question)}\0{context}".encode()).hexdigest()[:32]
 
 
 def question_key(tenant: str, collection: str, digest: str) -> str:
+    """Where a kept question lives: followed by every retriever replica, so it stays small."""
     return f"q.{tenant}.{collection}.{digest}"
 
 
 def answer_key(tenant: str, collection: str, digest: str) -> str:
+    """Where a kept answer lives: read once, on a hit."""
     return f"a.{tenant}.{collection}.{digest}"
 
 
 def encode_vector(vector: Sequence[float]) -> str:
+    """A vector as the cache keeps it: float32, base64 (a third of the JSON list's size)."""
     return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
 
 
 def decode_vector(text: str) -> np.ndarray:
+    """A vector kept by ``encode_vector``."""
     return np.frombuffer(base64.b64decode(text), dtype=np.float32)
 
 
 def anchors(text: str) -> set[str]:
-    """The words that pin what a question asks about: numbers, and words with a capital anywhere
-    other than as a clause's first word (plan, product and feature names: "Pro", "SSO", "EU", and
-    "iOS" too, which ``words.names`` does not count: a wrong cached answer costs more than a miss),
-    case-folded."""
+    """The words that pin what a question asks about, case-folded.
+
+    Numbers, and words with a capital anywhere other than as a clause's first word (plan, product
+    and feature names: "Pro", "SSO", "EU", and "iOS" too, which ``words.names`` does not count: a
+    wrong cached answer costs more than a miss).
+    """
     found: set[str] = set()
     for clause in clauses(text):
         for i, word in enumerate(words(clause)):
@@ -152,8 +162,11 @@ def anchors(text: str) -> set[str]:
 
 
 def same_anchors(a: str, b: str) -> bool:
-    """Whether every anchor of each question appears among the other's words (so "the pro plan"
-    matches "the Pro plan", but "Pro" never matches "Business", nor "10 users" "20 users")."""
+    """Whether every anchor of each question appears among the other's words.
+
+    So "the pro plan" matches "the Pro plan", but "Pro" never matches "Business", nor "10 users"
+    "20 users".
+    """
     words_a = {w.casefold() for w in words(a)}
     words_b = {w.casefold() for w in words(b)}
     return anchors(a) <= words_b and anchors(b) <= words_a
@@ -177,8 +190,10 @@ def why_not_looked_up(routed: QueryRouted) -> str | None:
 
 
 def why_not_kept(answered: QueryAnswered) -> str | None:
-    """Why this final answer may not be kept (None: it may): only a looked-up question's answer,
-    passed by the evaluator with no flag raised, is."""
+    """Why this final answer may not be kept (None: it may).
+
+    Only a looked-up question's answer, passed by the evaluator with no flag raised, is.
+    """
     if answered.retrieval.cache is None or answered.cached:
         return "not looked up"
     raised = sorted(name for name, on in answered.evaluation.flags.items() if on)
@@ -206,8 +221,11 @@ def fits(cached: CacheScope, scope: CacheScope) -> bool:
 
 
 def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> QueryAnswered:
-    """The final answer for ``query`` from a kept one: this request's query and timings, the kept
-    parts, no usage (nothing was spent on it), ``cached`` true."""
+    """The final answer for ``query`` from a kept one.
+
+    This request's query and timings, the kept parts, no usage (nothing was spent on it),
+    ``cached`` true.
+    """
     return QueryAnswered(
         query=query,
         route=cached.route,
@@ -224,6 +242,8 @@ def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> 
 
 @dataclass(frozen=True)
 class Nearest:
+    """The kept question nearest to a new one, with their cosine, as a lookup reports it."""
+
     key: str  # the question's key (``q.…``)
     cosine: float
 
@@ -238,8 +258,10 @@ class _Kept:
 
 
 class Mirror:
-    """The kept questions, by tenant and collection, as the bucket's ``q.`` keys say (a watch keeps
-    it current): what a lookup compares a new question with, in memory."""
+    """The kept questions in memory: what a lookup compares a new question's vector with.
+
+    By tenant and collection, as the bucket's ``q.`` keys say (a watch keeps it current).
+    """
 
     def __init__(self) -> None:
         self._groups: dict[tuple[str, str], dict[str, _Kept]] = {}
@@ -249,6 +271,7 @@ class Mirror:
         return sum(len(group) for group in self._groups.values())
 
     def put(self, key: str, record: CachedQuestion) -> None:
+        """Hold a kept question (its vector at unit length); a zero vector can match nothing and is skipped."""
         vector = decode_vector(record.vector)
         norm = float(np.linalg.norm(vector))
         if norm == 0.0:
@@ -259,6 +282,7 @@ class Mirror:
         self._matrices.pop(group, None)
 
     def remove(self, key: str) -> None:
+        """Forget a question the bucket no longer holds."""
         for group, kept in list(self._groups.items()):
             if kept.pop(key, None) is not None:
                 self._matrices.pop(group, None)
@@ -266,6 +290,7 @@ class Mirror:
                     del self._groups[group]
 
     def clear(self) -> None:
+        """Forget every question, before a watch that starts again refills the mirror."""
         self._groups.clear()
         self._matrices.clear()
 
@@ -315,8 +340,11 @@ class Mirror:
 
 
 def hit_counter(registry: CollectorRegistry) -> Counter:
-    """The gateway's (the same question verbatim) and the retriever's (the same after normalising,
-    or a rephrasing): questions answered from the cache. Their sum is every hit."""
+    """Questions answered from the cache; the gateway's and the retriever's sum to every hit.
+
+    The gateway counts the same question verbatim, the retriever the same after normalising, or a
+    rephrasing.
+    """
     return Counter("rag_answer_cache_hits_total", "Questions answered from the answer cache", registry=registry)
 
 
@@ -335,8 +363,11 @@ def kept_counter(registry: CollectorRegistry) -> Counter:
 
 
 def invalidation_counter(registry: CollectorRegistry) -> Counter:
-    """The gateway's and ingest's: changes of a collection's index version (an upload or delete
-    accepted, ingest changing the index, a profile set), each of which retires its cached answers."""
+    """Changes of a collection's index version, each of which retires its cached answers.
+
+    The gateway's and ingest's: an upload or delete accepted, ingest changing the index, a
+    profile set.
+    """
     return Counter(
         "rag_answer_cache_invalidations_total",
         "Changes of a collection's index version, each retiring the collection's cached answers",
@@ -348,8 +379,10 @@ def invalidation_counter(registry: CollectorRegistry) -> Counter:
 
 
 async def open_answer_cache_bucket(broker: NatsBroker, settings: ServiceSettings, cache: AnswerCacheSettings) -> Any:
-    """The answer cache bucket (declared if missing; a bucket declared with another TTL or size gets
-    the settings' values)."""
+    """The answer cache bucket, declared if missing.
+
+    A bucket declared with another TTL or size gets the settings' values.
+    """
     try:
         return await broker.key_value(
             subjects.ANSWER_CACHE_BUCKET,
@@ -371,8 +404,11 @@ async def open_answer_cache_bucket(broker: NatsBroker, settings: ServiceSettings
 
 @dataclass(frozen=True)
 class Lookup:
-    """What a lookup found: the kept answer and how close its question was (a hit), or the key the
-    question's own answer is to be kept under (a miss)."""
+    """What a lookup found: a kept answer (a hit) or where to keep this question's own (a miss).
+
+    A hit says how close its question was; a miss carries the key the question's answer is to be
+    kept under.
+    """
 
     hit: CachedAnswer | None = None
     cosine: float | None = None  # the hit's, or the nearest kept question's when its answer was gone
@@ -380,16 +416,22 @@ class Lookup:
 
 
 class AnswerCache:
-    """Reads (retriever) and writes (evaluator) the bucket ``kv``; ``index`` gives the collections'
-    index versions (the retriever's; None where nothing is looked up)."""
+    """Reads (retriever) and writes (evaluator) the answer cache bucket ``kv``.
+
+    ``index`` gives the collections' index versions (the retriever's; None where nothing is looked
+    up).
+    """
 
     def __init__(self, kv: KeyValue, settings: AnswerCacheSettings, index: DocumentIndex | None = None) -> None:
         self.kv, self.settings, self.index = kv, settings, index
         self.mirror = Mirror()
 
     async def lookup(self, query: Query, embed: Callable[[], Awaitable[Sequence[float]]]) -> Lookup:
-        """The kept answer for ``query``: the same normalised question by its key first (no model
-        run), else the kept question nearest to its MiniLM vector (``embed`` gives it) in the mirror."""
+        """The kept answer for ``query``, found by its key first and by its meaning next.
+
+        The same normalised question by its key (no model run), else the kept question nearest to
+        its MiniLM vector (``embed`` gives it) in the mirror.
+        """
         scope, digest, exact = await self._same_question(query)
         if exact is not None and normalize(exact.question) == normalize(query.question):
             return Lookup(exact, 1.0)
@@ -408,17 +450,21 @@ class AnswerCache:
         return Lookup(found, nearest.cosine)
 
     async def verbatim(self, query: Query) -> CachedAnswer | None:
-        """The kept answer to exactly this question (the same text, filters and selected text), or
-        None: what the gateway serves before queuing the question. The same text passes the router
-        as it did before (its verdict depends on the text and on the collection's profile, and a
-        profile change moves the index version), so nothing it checks is skipped."""
+        """The kept answer to exactly this question: what the gateway serves before queuing it.
+
+        The same text, filters and selected text, or None. The same text passes the router as it
+        did before (its verdict depends on the text and on the collection's profile, and a profile
+        change moves the index version), so nothing it checks is skipped.
+        """
         _, _, exact = await self._same_question(query)
         return exact if exact is not None and exact.question == query.question else None
 
     async def _same_question(self, query: Query) -> tuple[CacheScope, str, CachedAnswer | None]:
-        """The question's scope (its collection's index version read now), its key's digest, and
-        the answer kept under that key when it fits the scope and is younger than the TTL (the
-        bucket drops it a little later)."""
+        """The question's scope, its key's digest, and the answer kept under that key if still good.
+
+        The scope holds its collection's index version read now; the kept answer counts when it
+        fits the scope and is younger than the TTL (the bucket drops it a little later).
+        """
         if self.index is None or query.tenant is None:
             raise RuntimeError("lookups need the document index and a tenant")
         context = context_digest(query.filters, query.selected_text)
@@ -480,9 +526,11 @@ class AnswerCache:
             log.warning("unreadable cached question %s: %s", entry.key, exc)
 
     async def follow(self, retry_s: float = 1.0) -> None:
-        """Keep the mirror in step with the bucket's question keys until cancelled. A watch that
-        fails is started again (the mirror refilled from the keys there are); meanwhile the same
-        question is still found by its key, and a rephrasing is a miss."""
+        """Keep the mirror in step with the bucket's question keys until cancelled.
+
+        A watch that fails is started again (the mirror refilled from the keys there are);
+        meanwhile the same question is still found by its key, and a rephrasing is a miss.
+        """
         while True:
             watcher = None
             try:

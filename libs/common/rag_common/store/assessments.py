@@ -24,8 +24,10 @@ QUESTION_OUTCOMES = ("generated", "rejected", "regenerated", "dropped")
 
 
 def in_stage(stage: str, done: int | None = None, total: int | None = None) -> Callable[[AssessmentState], None]:
-    """A change that moves a running job to ``stage`` (with its progress, when given); a job that
-    is already done or failed stays as it is (a redelivered stage must not reopen it)."""
+    """A change that moves a running job to ``stage``, with its progress when given.
+
+    A job that is already done or failed stays as it is (a redelivered stage must not reopen it).
+    """
 
     def change(state: AssessmentState) -> None:
         if state.status in ("done", "failed"):
@@ -45,6 +47,7 @@ class AssessmentStore:
         self.kv = kv
 
     async def get(self, assessment_id: str) -> AssessmentState | None:
+        """The job's state, or None for an id the bucket does not hold (never written, or expired)."""
         from nats.js.errors import KeyNotFoundError
 
         try:
@@ -56,6 +59,7 @@ class AssessmentStore:
         return AssessmentState.model_validate_json(entry.value)
 
     async def put(self, state: AssessmentState) -> None:
+        """Write the job's state as it is, stamped with the time (the gateway creates it so)."""
         state.updated_at = time.time()
         await self.kv.put(state.id, state.model_dump_json().encode())
 
@@ -71,9 +75,11 @@ class AssessmentStore:
 
 
 class AssessmentMetrics:
-    """Counters of assessments and their questions, and the time to write one question; each
-    service increments its own (gateway: started; generator: generated, seconds; evaluator: done,
-    rejected, regenerated, dropped; any stage: failed)."""
+    """Counters of assessments and their questions, and the time to write one question.
+
+    Each service increments its own (gateway: started; generator: generated, seconds; evaluator:
+    done, rejected, regenerated, dropped; any stage: failed).
+    """
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.assessments = Counter(

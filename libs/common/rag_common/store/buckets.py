@@ -27,8 +27,10 @@ async def open_buckets(broker: NatsBroker, settings: ServiceSettings) -> tuple[A
 async def open_document_index(
     broker: NatsBroker, settings: ServiceSettings, invalidations: Counter | None = None
 ) -> DocumentIndex:
-    """The per-collection document index behind listings and index versions (declared if missing);
-    ``invalidations`` counts the versions this process moves."""
+    """The per-collection document index behind listings and index versions, declared if missing.
+
+    ``invalidations`` counts the versions this process moves.
+    """
     kv = await broker.key_value(
         subjects.DOC_INDEX_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=1
     )
@@ -43,8 +45,10 @@ async def open_sessions_bucket(broker: NatsBroker, settings: ServiceSettings, *,
 
 
 async def open_assessments_bucket(broker: NatsBroker, settings: ServiceSettings) -> Any:
-    """The assessment jobs bucket (state, progress and result per id; declared if missing). Kept a
-    week: a teacher comes back for a paper, and nothing else holds it."""
+    """The assessment jobs bucket: state, progress and result per id, declared if missing.
+
+    Kept a week: a teacher comes back for a paper, and nothing else holds it.
+    """
     return await broker.key_value(
         subjects.ASSESSMENTS_BUCKET,
         storage=StorageType.FILE,

@@ -1,5 +1,4 @@
-"""Which documents each collection holds, and how many, kept apart from the status records so
-listings stay flat.
+"""Which documents each collection holds, and how many, apart from the records so listings stay flat.
 
 The status bucket (``rag-doc-status``) holds a record per document; listing a collection from it
 meant reading every key the bucket ever held, deleted ones included, one by one. This index is a
@@ -53,6 +52,7 @@ answer under the version its question was searched at and serves it only while t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -159,16 +159,16 @@ class DocumentIndex:
         return False
 
     async def _purge_marker(self, key: str, gone: KeyNotFoundError) -> None:
-        """Purge a delete marker from the stream, so that listings never see the key again; a key
-        written after the marker is kept (the purge stops at the marker's sequence)."""
+        """Purge a delete marker from the stream, so that listings never see the key again.
+
+        A key written after the marker is kept (the purge stops at the marker's sequence).
+        """
         if gone.entry is not None and gone.entry.revision:
             await self._purge_through(key, int(gone.entry.revision))
 
     async def _purge_through(self, key: str, revision: int) -> None:
-        try:
+        with contextlib.suppress(NotFoundError):
             await self.js.purge_stream(self.stream, subject=self.prefix + key, seq=revision + 1)
-        except NotFoundError:
-            pass
 
     async def _count(self, collection: str, change: int) -> None:
         """Add ``change`` to the collection's count (compare-and-set); at 0 its key is purged."""
@@ -229,8 +229,10 @@ class DocumentIndex:
     # --- the sweep ------------------------------------------------------------------------------
 
     async def recount(self, settle_s: float = SETTLE_S) -> list[str]:
-        """Correct the counts that disagree with the document keys, and stayed so, unchanged, for
-        ``settle_s`` (see the module's notes). Returns the collections corrected."""
+        """Correct the counts that disagree with the document keys; returns the collections corrected.
+
+        Only counts that stayed so, unchanged, for ``settle_s`` (see the module's notes).
+        """
         first = await self._tally()
         suspects = sorted(name for name, (stored, _, held) in first.items() if stored != held)
         if not suspects:

@@ -97,6 +97,7 @@ class StatusStore:
         self.index = index  # None: listings read every record (in-memory stand-ins, tests)
 
     async def get(self, document_id: str) -> DocumentStatus | None:
+        """The document's status record, or None when there is none (never uploaded, or deleted)."""
         try:
             entry = await self.kv.get(document_id)
         except KeyNotFoundError:
@@ -144,9 +145,11 @@ class StatusStore:
         raise StatusConflict(f"status of {document_id} changed {CAS_ATTEMPTS} times while updating it")
 
     async def undo(self, before: DocumentStatus | None, after: DocumentStatus) -> bool:
-        """Put ``before`` back (no record when None) where ``after`` was written, unless someone
-        wrote since; False then. An upload or delete whose message could not be queued leaves the
-        status as it found it, not "queued" or "deleting" for a message that never left."""
+        """Put ``before`` back (no record when None) where ``after`` was written; False if someone wrote since.
+
+        An upload or delete whose message could not be queued leaves the status as it found it, not
+        "queued" or "deleting" for a message that never left.
+        """
         current, revision = await self.entry(after.document_id)
         if current is None or (current.request_id, current.status) != (after.request_id, after.status):
             return False
@@ -173,8 +176,10 @@ class StatusStore:
         await self.index.remove(collection, document_id, recorded)
 
     async def changed(self, collection: str) -> None:
-        """Record that the collection's documents changed: a new index version, which retires its
-        cached answers (``DocumentIndex.touch``)."""
+        """Record that the collection's documents changed, which retires its cached answers.
+
+        A new index version (``DocumentIndex.touch``).
+        """
         if self.index is not None:
             await self.index.touch(collection)
 
@@ -300,8 +305,10 @@ class StatusStore:
         return sorted(records, key=lambda r: (r.collection, r.source))
 
     async def collection_counts(self) -> dict[str, int]:
-        """Documents per collection, for the collections holding any (with the index: one small
-        read per collection, however many documents they hold)."""
+        """Documents per collection, for the collections holding any.
+
+        With the index: one small read per collection, however many documents they hold.
+        """
         if self.index is not None:
             return await self.index.counts()
         return dict(Counter(r.collection for r in await self.list()))
@@ -313,10 +320,12 @@ class StatusStore:
         return {r.collection for r in await self.list()}
 
     async def repair_index(self, settle_s: float = SETTLE_S) -> tuple[int, int, tuple[str, ...]]:
-        """Bring the index in line with the records (a full read of both: ingest's periodic sweep,
-        and the first start after an upgrade, when the index is empty), then its counts in line with
-        its keys (``DocumentIndex.recount``). Returns the documents added, those removed and the
-        collections whose count was corrected."""
+        """Bring the index in line with the records, then its counts in line with its keys.
+
+        A full read of both: ingest's periodic sweep, and the first start after an upgrade, when
+        the index is empty; the counts through ``DocumentIndex.recount``. Returns the documents
+        added, those removed and the collections whose count was corrected.
+        """
         if self.index is None:
             return 0, 0, ()
         indexed = set(await self.index.all_documents())

@@ -110,10 +110,13 @@ class EdgeStore:
             self._unflushed[name] = 0
 
     def _deleting(self, name: str, shard: EdgeShard, delete: UpdateOperation) -> None:
-        """Apply a delete. A shard keeps deleted points' data in memory until it is closed: once
-        they are worth compacting (``worth_compacting``, the rule local mode uses too) it is closed,
-        and opened again from disk on its next use (~30-40 ms), which gives a deleted batch's
-        memory back (docs/FAULTS.md, "Store memory after a hostile batch")."""
+        """Apply a delete, closing the shard when that gives memory back.
+
+        A shard keeps deleted points' data in memory until it is closed: once they are worth
+        compacting (``worth_compacting``, the rule local mode uses too) it is closed, and opened
+        again from disk on its next use (~30-40 ms), which gives a deleted batch's memory back
+        (docs/FAULTS.md, "Store memory after a hostile batch").
+        """
         before = shard.info().points_count
         shard.update(delete)
         left = shard.info().points_count
@@ -128,15 +131,18 @@ class EdgeStore:
     # --- the VectorStore operations ---
 
     def ping(self) -> bool:
+        """Whether the store's folder is there (made if missing): an embedded store has no server to ask."""
         with self._lock:
             self.path.mkdir(parents=True, exist_ok=True)
         return self.path.is_dir()
 
     def collection_exists(self, collection: str) -> bool:
+        """Whether the collection has a shard on disk."""
         with self._lock:
             return self._shard(qdrant_collection(collection)) is not None
 
     def ensure_collection(self, collection: str) -> None:
+        """Create the collection's shard unless it exists, with the current layout."""
         name = qdrant_collection(collection)
         with self._lock:
             if self._shard(name) is not None:
@@ -237,6 +243,7 @@ class EdgeStore:
         self._deleting(name, self._existing(name), UpdateOperation.delete_points_by_filter(stale))
 
     def delete_document(self, collection: str, document_id: str) -> None:
+        """Remove every chunk of the document, whatever its version."""
         with self._lock:
             name = qdrant_collection(collection)
             shard = self._shard(name)
@@ -254,8 +261,10 @@ class EdgeStore:
     def search_sides(
         self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
     ) -> list[list[tuple[str, float]]]:
-        """Each side's own ranking, as (point id, raw score), in one batch call; the retriever fuses
-        them. Same contract as ``VectorStore.search_sides``."""
+        """Each side's own ranking, as (point id, raw score), in one batch call; the retriever fuses them.
+
+        Same contract as ``VectorStore.search_sides``.
+        """
         query_filter = build_edge_filter(filters or {})
         batch = QueryBatchRequest(
             [
@@ -333,8 +342,10 @@ class EdgeStore:
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]
     ) -> dict[tuple[str, int], dict[str, Any]]:
-        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id,
-        chunk_index); a chunk that does not exist (before the first, after the last) is absent."""
+        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id, chunk_index).
+
+        A chunk that does not exist (before the first, after the last) is absent.
+        """
         if not keys:
             return {}
         ids: list[int | uuid.UUID | str] = [point_id(d, v, i) for d, v, i in keys]
@@ -362,6 +373,7 @@ class EdgeStore:
         return found
 
     def count(self, collection: str) -> int:
+        """Live points in the collection."""
         # The shard's own tally of live points: exact (deletions included) and O(1), where an
         # exact CountRequest walks every point (1.2 ms at 20k, on every retrieval's calibration check).
         with self._lock:

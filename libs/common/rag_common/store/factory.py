@@ -38,8 +38,10 @@ def _open(url: str | None, path: str | None, api_key: str | None, backend: Backe
 
 
 def open_store(url: str | None, path: Path | None, api_key: str | None = None, backend: Backend = "edge") -> Store:
-    """The process-wide store for a location: a Qdrant server (``url``), else the embedded
-    ``backend`` in a local folder (``path``)."""
+    """The process-wide store for a location, so the processes of one runner share it.
+
+    A Qdrant server (``url``), else the embedded ``backend`` in a local folder (``path``).
+    """
     with _stores_lock:
         return _open(url, str(path.resolve()) if path and not url else None, api_key, backend if not url else "local")
 

@@ -28,8 +28,7 @@ def _glibc() -> Any | None:
 
 
 def release_memory(*, collect: bool = True) -> bool:
-    """Collect cycles (``collect``), then return free heap pages to the system; True when glibc
-    trimmed.
+    """Collect cycles (``collect``), then return free heap pages to the system; True when glibc trimmed.
 
     A full ``gc.collect()`` holds the GIL for as long as it walks every object (long on a loaded
     machine), which stalls the event loop's in-progress beats; ``collect=False`` only trims, which
@@ -53,8 +52,11 @@ def resident_mb(pid: int | str = "self") -> float:
 
 
 def anonymous_mb(pid: int | str = "self") -> float:
-    """The process's own resident memory (``RssAnon``) in MB: ``VmRSS`` without the pages mapped
-    from files (an embedded store's segment files), which the kernel reclaims as page cache."""
+    """The process's own resident memory (``RssAnon``) in MB.
+
+    ``VmRSS`` without the pages mapped from files (an embedded store's segment files), which the
+    kernel reclaims as page cache.
+    """
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("RssAnon:"):
             return int(line.split()[1]) / 1024

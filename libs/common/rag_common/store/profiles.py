@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 
 
 async def open_profiles_bucket(broker: NatsBroker, settings: ServiceSettings) -> KeyValue:
-    """The bucket of API-set profiles (declared if missing); history 5 so a mistaken PUT can be
-    looked up with ``nats kv history``."""
+    """The bucket of API-set profiles, declared if missing.
+
+    History 5, so a mistaken PUT can be looked up with ``nats kv history``.
+    """
     kv: KeyValue = await broker.key_value(
         subjects.PROFILES_BUCKET, storage=StorageType.FILE, replicas=settings.js_replicas, history=5
     )
@@ -65,8 +67,10 @@ class ProfileBook:
         return CollectionTexts.model_validate({**from_file.model_dump(exclude_unset=True), **override})
 
     async def lookup(self, collection: str) -> CollectionTexts:
-        """``get``, or the file's profile when the bucket cannot be read (NATS away): a question is
-        still answered, in the file's words, and the failure is logged."""
+        """``get``, or the file's profile when the bucket cannot be read (NATS away).
+
+        A question is still answered, in the file's words, and the failure is logged.
+        """
         try:
             return await self.get(collection)
         except Exception as exc:

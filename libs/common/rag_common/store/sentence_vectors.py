@@ -42,8 +42,11 @@ def unpack(payload: Mapping[str, Any]) -> tuple[list[str], NDArray[np.float32]]:
 
 
 def scores(question: Sequence[float], payloads: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Cosine similarity to the question of every unit stored in ``payloads`` (the chunks of one
-    passage), by key; a unit stored in two chunks (their overlap) keeps its first chunk's score."""
+    """Cosine similarity to the question of every unit stored in ``payloads``, by key.
+
+    ``payloads`` are the chunks of one passage; a unit stored in two chunks (their overlap) keeps
+    its first chunk's score.
+    """
     query = np.asarray(question, dtype=np.float32)
     found: dict[str, float] = {}
     for payload in payloads:

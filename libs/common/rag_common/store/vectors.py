@@ -52,8 +52,11 @@ COMPACT_ATTEMPTS = 3  # a write during a reload discards it; the last attempt re
 def worth_compacting(
     deleted: int, held: int, min_deleted: int = COMPACT_MIN_DELETED, share: float = COMPACT_DELETED_SHARE
 ) -> bool:
-    """The one rule for both embedded engines: let go of deleted points once they are at least
-    ``min_deleted`` and at least ``share`` of the points held (live and deleted)."""
+    """When an embedded engine lets go of deleted points: the one rule for both.
+
+    Once they are at least ``min_deleted`` and at least ``share`` of the points held (live and
+    deleted).
+    """
     return deleted >= min_deleted and deleted >= share * held
 
 
@@ -61,6 +64,7 @@ log = logging.getLogger(__name__)
 
 
 def qdrant_collection(collection: str) -> str:
+    """The store's name of a collection: a prefix keeps the system's collections apart on a shared server."""
     return f"rag_{collection}"
 
 
@@ -105,6 +109,8 @@ class ChunkRecord:
 
 @dataclass(frozen=True, slots=True)
 class IndexedDocument:
+    """What the index holds of a document: ingest compares it with an upload to skip bytes indexed already."""
+
     version: str | None  # content hash of the indexed version; None when not indexed
     request_id: str | None  # the upload whose message indexed it
     chunks: int
@@ -112,8 +118,11 @@ class IndexedDocument:
 
 @dataclass(frozen=True, slots=True)
 class VersionState:
-    """One version of a document in the index: chunks found, chunks it was written with (None
-    when its chunks do not say), and the upload whose message wrote it."""
+    """One version of a document in the index, as ingest decides whether it is whole.
+
+    Chunks found, chunks it was written with (None when its chunks do not say), and the upload
+    whose message wrote it.
+    """
 
     chunks: int
     expected: int | None
@@ -121,13 +130,17 @@ class VersionState:
 
     @property
     def complete(self) -> bool:
+        """Whether every chunk the version was written with is there (a write cut short is not)."""
         return self.chunks > 0 and self.chunks == self.expected
 
 
 @dataclass(frozen=True, slots=True)
 class SideQuery:
-    """One ranking to search for a question: a named vector (``DENSE``, ``SECOND_DENSE``, ``SPARSE``),
-    the question's vector for it, and how many candidates it returns."""
+    """One ranking to search for a question.
+
+    A named vector (``DENSE``, ``SECOND_DENSE``, ``SPARSE``), the question's vector for it, and
+    how many candidates it returns.
+    """
 
     using: str
     vector: list[float] | SparseVector
@@ -136,6 +149,8 @@ class SideQuery:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
+    """A chunk as a search returns it, with what the retriever ranks, cites and diversifies with."""
+
     score: float
     similarity: float
     payload: dict[str, Any]
@@ -145,22 +160,44 @@ class Hit:
 class Store(Protocol):
     """What the services use of a vector store; ``VectorStore`` and ``EdgeStore`` both provide it."""
 
-    def ping(self) -> bool: ...
-    def collection_exists(self, collection: str) -> bool: ...
-    def ensure_collection(self, collection: str) -> None: ...
-    def document_version(self, collection: str, document_id: str) -> str | None: ...
-    def document_state(self, collection: str, document_id: str) -> IndexedDocument: ...
-    def replace_document(
-        self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]
-    ) -> None: ...
-    def version_state(self, collection: str, document_id: str, version: str) -> VersionState: ...
-    def drop_other_versions(self, collection: str, document_id: str, version: str) -> None: ...
-    def delete_document(self, collection: str, document_id: str) -> None: ...
-    def has_second_dense(self, collection: str) -> bool: ...
+    def ping(self) -> bool:
+        """Whether the store answers (readiness)."""
+
+    def collection_exists(self, collection: str) -> bool:
+        """Whether the collection exists, so a question to an empty collection gets 404 instead of an error."""
+
+    def ensure_collection(self, collection: str) -> None:
+        """Create the collection unless it exists (every vector and index it needs)."""
+
+    def document_version(self, collection: str, document_id: str) -> str | None:
+        """The content hash of the document's indexed version; None when it is not indexed."""
+
+    def document_state(self, collection: str, document_id: str) -> IndexedDocument:
+        """What the index holds of the document: its version, the upload that wrote it, its chunks."""
+
+    def replace_document(self, collection: str, document_id: str, version: str, chunks: Sequence[ChunkRecord]) -> None:
+        """Write the new version's chunks, then drop the old version's: a failure leaves the old one."""
+
+    def version_state(self, collection: str, document_id: str, version: str) -> VersionState:
+        """How many chunks of that version are there, and how many it was written with."""
+
+    def drop_other_versions(self, collection: str, document_id: str, version: str) -> None:
+        """Drop the chunks of every other version of the document (a replaced version left behind)."""
+
+    def delete_document(self, collection: str, document_id: str) -> None:
+        """Remove every chunk of the document, whatever its version."""
+
+    def has_second_dense(self, collection: str) -> bool:
+        """Whether the collection has the second dense model's vector (created since it exists)."""
+
     def search_sides(
         self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
-    ) -> list[list[tuple[str, float]]]: ...
-    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]: ...
+    ) -> list[list[tuple[str, float]]]:
+        """Each side's own ranking, as (point id, raw score); the retriever fuses them."""
+
+    def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
+        """Points by id as hits, with their MiniLM cosine to ``dense``; a point gone meanwhile is absent."""
+
     def hybrid_search(
         self,
         collection: str,
@@ -174,14 +211,25 @@ class Store(Protocol):
         filters: dict[str, Any] | None = None,
         weights: tuple[float, float] | None = None,
         fusion: str = "rrf",
-    ) -> list[Hit]: ...
+    ) -> list[Hit]:
+        """Dense and BM25 candidates fused in the store (RRF or DBSF), for the callers that do not fuse themselves."""
+
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]
-    ) -> dict[tuple[str, int], dict[str, Any]]: ...
-    def count(self, collection: str) -> int: ...
-    def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]: ...
-    def best_similarities(self, collection: str, vectors: Sequence[list[float]]) -> list[float]: ...
-    def close(self) -> None: ...
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id, chunk_index)."""
+
+    def count(self, collection: str) -> int:
+        """Live points in the collection (its chunks)."""
+
+    def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` chunk payloads in the store's order, without sentence vectors."""
+
+    def best_similarities(self, collection: str, vectors: Sequence[list[float]]) -> list[float]:
+        """The best dense cosine each vector reaches in the collection (0.0 when it is empty)."""
+
+    def close(self) -> None:
+        """Release the store's files or connection."""
 
 
 class VectorStore:
@@ -217,15 +265,18 @@ class VectorStore:
                 yield
 
     def ping(self) -> bool:
+        """Whether the server (or the local folder) answers a listing."""
         with self._guard():
             self.client.get_collections()
         return True
 
     def collection_exists(self, collection: str) -> bool:
+        """Whether the collection exists."""
         with self._guard():
             return self.client.collection_exists(qdrant_collection(collection))
 
     def ensure_collection(self, collection: str) -> None:
+        """Create the collection unless it exists, with its vectors and payload indexes."""
         name = qdrant_collection(collection)
         with self._guard():
             if self.client.collection_exists(name):
@@ -330,6 +381,7 @@ class VectorStore:
         self.client.delete(name, points_selector=models.FilterSelector(filter=stale), wait=True)
 
     def delete_document(self, collection: str, document_id: str) -> None:
+        """Remove every chunk of the document, whatever its version."""
         name = qdrant_collection(collection)
         with self._guard(write=True):
             if self.client.collection_exists(name):
@@ -347,9 +399,11 @@ class VectorStore:
     def search_sides(
         self, collection: str, sides: Sequence[SideQuery], *, filters: dict[str, Any] | None = None
     ) -> list[list[tuple[str, float]]]:
-        """Each side's own ranking, as (point id, raw score), in one batch request; the retriever
-        fuses them and fetches only the fused best (``fetch_hits``): payloads and vectors of every
-        side's candidates (170 by default) would cost more than the search."""
+        """Each side's own ranking, as (point id, raw score), in one batch request.
+
+        The retriever fuses them and fetches only the fused best (``fetch_hits``): payloads and
+        vectors of every side's candidates (170 by default) would cost more than the search.
+        """
         query_filter = build_filter(filters or {})
         requests = [
             models.QueryRequest(
@@ -369,8 +423,10 @@ class VectorStore:
         return [[(str(point.id), float(point.score)) for point in result.points] for result in results]
 
     def fetch_hits(self, collection: str, ids: Sequence[str], dense: list[float]) -> dict[str, Hit]:
-        """Points by id as hits (score 0, ``similarity`` their MiniLM cosine to ``dense``); a point
-        gone meanwhile (its document replaced) is absent."""
+        """Points by id as hits: score 0, ``similarity`` their MiniLM cosine to ``dense``.
+
+        A point gone meanwhile (its document replaced) is absent.
+        """
         if not ids:
             return {}
         with self._guard():
@@ -430,8 +486,10 @@ class VectorStore:
     def fetch_chunks(
         self, collection: str, keys: Sequence[tuple[str, str, int]]
     ) -> dict[tuple[str, int], dict[str, Any]]:
-        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id,
-        chunk_index); a chunk that does not exist (before the first, after the last) is absent."""
+        """Payloads of the chunks named by (document_id, version, chunk_index), by (document_id, chunk_index).
+
+        A chunk that does not exist (before the first, after the last) is absent.
+        """
         if not keys:
             return {}
         ids = [point_id(d, v, i) for d, v, i in keys]
@@ -444,8 +502,10 @@ class VectorStore:
         return found
 
     def scroll_chunks(self, collection: str, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` chunk payloads of a collection (without sentence vectors), in the store's
-        order: what an assessment plans its units and distractors from."""
+        """Up to ``limit`` chunk payloads of a collection, without sentence vectors, in the store's order.
+
+        What an assessment plans its units and distractors from.
+        """
         name = qdrant_collection(collection)
         found: list[dict[str, Any]] = []
         offset: Any = None
@@ -460,6 +520,7 @@ class VectorStore:
         return found
 
     def count(self, collection: str) -> int:
+        """Live points in the collection, counted exactly."""
         with self._guard():
             return self.client.count(qdrant_collection(collection), exact=True).count
 
@@ -567,6 +628,7 @@ class VectorStore:
         return worth_compacting(deleted, len(held.ids_inv), self.compact_min_deleted, self.compact_deleted_share)
 
     def close(self) -> None:
+        """Close the client (a local store lets go of its folder)."""
         self.client.close()
 
 

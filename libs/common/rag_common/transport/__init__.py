@@ -1,5 +1,6 @@
-"""The NATS transport and the process around a service, one module per job; domain code imports
-none of it.
+"""The NATS transport and the process around a service, one module per job.
+
+Domain code imports none of it.
 
 - ``broker``: the broker factory (middlewares, security, reconnection);
 - ``labels``: bounded metric labels and span names;

@@ -1,5 +1,7 @@
-"""The broker every service and the gateway connect with: trace context in headers, bounded
-metrics, credentials and TLS from settings, and the JetStream layout kept in place.
+"""The broker every service and the gateway connect with.
+
+Trace context in headers, bounded metrics, credentials and TLS from settings, and the JetStream
+layout kept in place.
 
 Nothing here runs at import time: services call ``make_broker`` from ``create_app(settings)``.
 """
@@ -24,8 +26,10 @@ from rag_common.wire import subjects
 
 
 def make_broker(settings: ServiceSettings, telemetry: ServiceTelemetry) -> NatsBroker:
-    """A broker that carries trace context in headers, counts every message, and puts its
-    streams and consumers back when NATS comes back without them (``rag_common.transport.recovery``).
+    """A broker that traces and counts every message and keeps its JetStream layout in place.
+
+    Trace context travels in headers; streams and consumers are put back when NATS comes back
+    without them (``rag_common.transport.recovery``).
 
     ``graceful_timeout`` is the drain on SIGTERM: in-flight handlers get this long to finish; the
     orchestrator's grace period must be longer (deploy/k8s sets it to drain + 10 s).
@@ -80,9 +84,11 @@ class RagBroker(NatsBroker):
         timeout: float | None = None,  # noqa: ASYNC109 (FastStream's own parameter, passed on)
         **kwargs: Any,
     ) -> Any:
-        """FastStream's publish, but a JetStream publish waits ``publish_timeout_s`` for its PubAck
-        (``RAG_PUBLISH_TIMEOUT_S``) unless told otherwise: FastStream's 0.5 s failed uploads and
-        questions with 503 on a loaded machine although the server stored them moments later."""
+        """FastStream's publish, but a JetStream publish waits ``publish_timeout_s`` for its PubAck.
+
+        ``RAG_PUBLISH_TIMEOUT_S``, unless told otherwise: FastStream's 0.5 s failed uploads and
+        questions with 503 on a loaded machine although the server stored them moments later.
+        """
         if stream is not None and timeout is None:
             timeout = self.publish_timeout_s
         return await super().publish(

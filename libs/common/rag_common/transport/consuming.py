@@ -64,18 +64,24 @@ class Delivery(Protocol):
     """One JetStream message as the error policy handles it (FastStream's ``NatsMessage`` is one)."""
 
     @property
-    def raw_message(self) -> Msg: ...
+    def raw_message(self) -> Msg:
+        """The NATS message, for its subject and its JetStream delivery count."""
 
     @property
-    def body(self) -> bytes: ...
+    def body(self) -> bytes:
+        """The payload as it arrived, validated by the policy (and kept whole in a dead letter)."""
 
-    async def ack(self) -> None: ...
+    async def ack(self) -> None:
+        """Done: JetStream will not deliver it again."""
 
-    async def nack(self, delay: float | None = None) -> None: ...
+    async def nack(self, delay: float | None = None) -> None:
+        """Not done: deliver it again after ``delay`` seconds (to any replica)."""
 
-    async def reject(self) -> None: ...
+    async def reject(self) -> None:
+        """Never deliver it again (dead-lettered, or answered as a failure)."""
 
-    async def in_progress(self) -> None: ...
+    async def in_progress(self) -> None:
+        """Still working on it: wait another ``ack_wait`` before delivering it elsewhere."""
 
 
 def _deliveries(msg: Delivery) -> int:
@@ -246,7 +252,6 @@ def register_work_queue(
     take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
     once the first message has arrived, which would add seconds to a lone question.
     """
-
     telemetry.declare_stage(stage or consumer)
     config = consumer_config(settings, ack_wait=ack_wait)
     layout = layout_of(broker)
@@ -305,8 +310,11 @@ def register_query_stage(
 
 
 def letter_payload(body: bytes, limit: int = DLQ_PAYLOAD_MAX_BYTES) -> str:
-    """The failed message's body as a dead letter keeps it: whole up to ``limit`` bytes (then it can
-    be replayed), else its first ``limit`` bytes and a note of the whole size."""
+    """The failed message's body as a dead letter keeps it.
+
+    Whole up to ``limit`` bytes (then it can be replayed), else its first ``limit`` bytes and a
+    note of the whole size.
+    """
     if len(body) <= limit:
         return body.decode("utf-8", errors="replace")
     head = body[:limit].decode("utf-8", errors="ignore")  # never half a character at the cut

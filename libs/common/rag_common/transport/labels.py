@@ -42,6 +42,7 @@ class _BoundedMetricsProvider(NatsMetricsSettingsProvider):
 
 
 def metrics_provider(msg: Any) -> _BoundedMetricsProvider | None:
+    """FastStream's metrics labels for a NATS message: its subject without ids (a bounded label set)."""
     return _BoundedMetricsProvider() if msg is None or hasattr(msg, "subject") else None
 
 
@@ -100,14 +101,17 @@ class _NoPublishSpans(BaseTelemetryMiddleware[Any]):
 
 
 class RagTelemetryMiddleware(NatsTelemetryMiddleware):
-    """FastStream's NATS tracing with bounded span names, one span per consumed message, none per
-    publish and none for token deltas."""
+    """FastStream's NATS tracing with bounded span names.
+
+    One span per consumed message, none per publish and none for token deltas.
+    """
 
     def __init__(self, *, tracer_provider: Any) -> None:
         super().__init__(tracer_provider=tracer_provider)
         self._settings_provider_factory = _telemetry_provider
 
     def __call__(self, msg: Any | None, /, *, context: Any) -> BaseTelemetryMiddleware[Any]:
+        """The middleware for one message: FastStream's tracing, with no span for what it publishes."""
         return _NoPublishSpans(
             msg,
             tracer=self._tracer,

@@ -24,6 +24,8 @@ _TEXT_CAPS = (8000, 4000, 2000, 1000, 500, 200, 0)
 
 
 class PayloadTooLarge(PermanentError):
+    """A message that does not fit the server's payload limit even with its passages cut: no retry helps."""
+
     def __init__(self, message: str) -> None:
         super().__init__("payload_too_large", message, 413)
 
@@ -42,6 +44,7 @@ def payload_limit(broker: Any) -> int:
 
 
 def encoded_size(message: BaseModel) -> int:
+    """The message's size as published (JSON, UTF-8)."""
     return len(message.model_dump_json().encode("utf-8"))
 
 
@@ -72,8 +75,10 @@ def fitted_json(message: BaseModel, limit: int) -> bytes:
 
 
 def _with_passages_cut(message: M, cap: int) -> M | None:
-    """A copy with every passage list's texts cut to ``cap`` characters, in nested parts too (a
-    stage message's ``retrieval``); None if it has none."""
+    """A copy with every passage list's texts cut to ``cap`` characters; None if it has none.
+
+    Nested parts too (a stage message's ``retrieval``).
+    """
     update: dict[str, Any] = {}
     for name in type(message).model_fields:
         value = getattr(message, name)

@@ -20,7 +20,8 @@ async def publish_stage(broker: NatsBroker, message: StageMessage, subject: str)
     """Hand a question to the next stage; the message id makes a redelivered stage's repeat a no-op.
 
     Returns once JetStream has stored it (its PubAck), so the caller acknowledges its own message
-    only after the next stage's is safe."""
+    only after the next stage's is safe.
+    """
     body = fitted_json(message, payload_limit(broker))
     headers = {"Nats-Msg-Id": f"{message.query.request_id}:{subject}", **JSON}
     await broker.publish(body, subject, stream=subjects.QUERY_STREAM, headers=headers)

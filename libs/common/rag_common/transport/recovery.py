@@ -62,6 +62,7 @@ class JetStreamLayout:
         self._reconnected = False  # a reconnect not yet followed by a complete layout
 
     def add_consumer(self, spec: ConsumerSpec) -> None:
+        """Keep this consumer declared: it is put back when NATS comes back without it."""
         self.consumers.append(spec)
 
     def add_restore_hook(self, hook: RestoreHook) -> None:
@@ -164,6 +165,7 @@ _LAYOUTS: weakref.WeakKeyDictionary[Any, JetStreamLayout] = weakref.WeakKeyDicti
 
 
 def attach_layout(broker: Any, layout: JetStreamLayout) -> None:
+    """Remember the broker's layout, so ``layout_of`` finds it where only the broker is at hand."""
     _LAYOUTS[broker] = layout
 
 

@@ -31,8 +31,11 @@ def create_service(
     load: StartStep | None = None,
     connected: StartStep | None = None,
 ) -> FastStream:
-    """The app of one service: ``load`` runs first (models, stores, checks of settings files),
-    then the JetStream layout is declared, then ``connected`` runs (buckets), then health is served."""
+    """The app of one service, started in the one order every service needs.
+
+    ``load`` runs first (models, stores, checks of settings files), then the JetStream layout is
+    declared, then ``connected`` runs (buckets), then health is served.
+    """
     app = FastStream(broker)
 
     @app.on_startup
@@ -67,6 +70,7 @@ def register_ping(
 
 
 def nats_connected(broker: NatsBroker) -> bool:
+    """Whether the broker holds an open connection (readiness); False before it connects."""
     connection = broker.config.connection_state.connection if broker else None
     return bool(connection and connection.is_connected)
 

@@ -111,8 +111,11 @@ def consumer_config(settings: ServiceSettings, *, ack_wait: float) -> ConsumerCo
 
 
 async def prepare_jetstream(broker: NatsBroker, settings: ServiceSettings) -> None:
-    """Connect and declare the streams and consumers (updating their settings) before subscribers
-    bind to them, then keep them declared across NATS restarts (``rag_common.transport.recovery``)."""
+    """Connect and declare the streams and consumers before subscribers bind to them.
+
+    Their settings are updated; they are kept declared across NATS restarts
+    (``rag_common.transport.recovery``).
+    """
     await broker.connect()
     layout = layout_of(broker)
     if layout is None:

@@ -63,11 +63,13 @@ class Timer:
         self._ms: float | None = None
 
     def stop(self) -> None:
+        """Freeze the time: what happens after (publishing) is not the stage's."""
         if self._ms is None:
             self._ms = round((time.perf_counter() - self._start) * 1000, 3)
 
     @property
     def ms(self) -> float:
+        """The time so far, or the frozen time once stopped."""
         return self._ms if self._ms is not None else round((time.perf_counter() - self._start) * 1000, 3)
 
 
@@ -178,6 +180,7 @@ class ServiceTelemetry:
         return bound
 
     def stop_serving(self) -> None:
+        """Stop serving ``/metrics`` and health, letting go of the port."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -248,11 +251,13 @@ class PollingRouteSampler(Sampler):
         links: Sequence[Link] | None = None,
         trace_state: trace.TraceState | None = None,
     ) -> SamplingResult:
+        """Drop a polled route's root span; sample every other span."""
         if kind == SpanKind.SERVER and name in UNTRACED_ROUTES:
             return SamplingResult(Decision.DROP, None, trace_state)
         return ALWAYS_ON.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
 
     def get_description(self) -> str:
+        """The sampler's name, as OpenTelemetry logs it."""
         return "PollingRouteSampler"
 
 

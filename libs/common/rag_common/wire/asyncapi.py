@@ -62,6 +62,8 @@ class PingReply(BaseModel):
 
 @dataclass(frozen=True)
 class Channel:
+    """One subject of the system: the message on it, who publishes and who consumes it, and its stream."""
+
     subject: str
     model: type[BaseModel]
     producer: str
@@ -245,6 +247,7 @@ def build_broker() -> NatsBroker:
 
 
 def specification() -> AsyncAPI:
+    """The AsyncAPI specification of every channel (``CHANNELS``), made from the message models."""
     return AsyncAPI(
         build_broker(),
         title="rag-nats messages",
@@ -267,15 +270,18 @@ def create_app() -> FastStream:
 
 
 def document() -> dict[str, Any]:
+    """The specification as JSON-ready data."""
     jsonable: dict[str, Any] = specification().to_specification().to_jsonable()
     return jsonable
 
 
 def render() -> str:
+    """The document as checked in (``docs/asyncapi.json``): sorted keys, so a diff shows only what changed."""
     return json.dumps(document(), indent=2, sort_keys=True) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rag_common.wire.asyncapi``: write the document (``--out``) or check one (``--check``)."""
     parser = argparse.ArgumentParser(prog="python -m rag_common.wire.asyncapi", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help=f"write the document here (e.g. {DEFAULT_OUT})")
     parser.add_argument("--check", type=Path, help="exit 1 when this file differs from a fresh document")

@@ -75,12 +75,15 @@ class Answer(BaseModel):
 
     @classmethod
     def of(cls, answered: QueryAnswered) -> Answer:
-        """The body of a final answer: its parts read by attribute (``citations`` is the message's
-        own property), passages and route as they are."""
+        """The body of a final answer.
+
+        Its parts read by attribute (``citations`` is the message's own property), passages and
+        route as they are.
+        """
         return cls.model_validate(answered, from_attributes=True)
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     code: str = Field(description="machine-readable, e.g. document_not_found, invalid_request, timeout")
     message: str
     request_id: str
@@ -92,7 +95,7 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-class OpenAIErrorDetail(BaseModel):
+class OpenAIErrorDetail(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     message: str
     type: str = Field(description="invalid_request_error, authentication_error, rate_limit_error, server_error...")
     param: str | None = None
@@ -117,17 +120,17 @@ class DocumentAccepted(BaseModel):
     client_request_id: str | None = Field(None, description="the client's X-Request-ID, when it sent one")
 
 
-class DocumentList(BaseModel):
+class DocumentList(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     documents: list[DocumentStatus]
 
 
-class CollectionInfo(BaseModel):
+class CollectionInfo(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     name: str
     documents: int
     rights: list[str] = Field(default_factory=list, description="what the caller's key may do here")
 
 
-class CollectionList(BaseModel):
+class CollectionList(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     collections: list[CollectionInfo]
 
 
@@ -160,18 +163,19 @@ class KeyCreated(KeyInfo):
     key: str = Field(description="the bearer token; store it now, it cannot be shown again")
 
 
-class KeyList(BaseModel):
+class KeyList(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     keys: list[KeyInfo]
 
 
-class Liveness(BaseModel):
+class Liveness(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     status: Literal["ok"] = "ok"
 
 
 class Readiness(BaseModel):
     """``/readyz``: 200 with ``ready`` or ``degraded`` when this gateway can serve, 503 with
     ``not_ready`` when it cannot; ``missing`` names its failed checks, ``degraded`` the services
-    behind it that do not answer (reported, not required)."""
+    behind it that do not answer (reported, not required).
+    """  # noqa: D205 (the text is the model's published schema description)
 
     status: Literal["ready", "degraded", "not_ready"]
     checks: dict[str, str] = Field(description="this gateway's own checks: nats, buckets, streams")
@@ -186,6 +190,6 @@ class AuditRecord(AuditEvent):
     seq: int = Field(description="the event's stream sequence: pass the last one as `after` for the next page")
 
 
-class AuditPage(BaseModel):
+class AuditPage(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     events: list[AuditRecord] = Field(description="oldest first")
     next: int | None = Field(description="the sequence to pass as `after` for the next page (null: the log is empty)")

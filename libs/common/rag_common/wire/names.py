@@ -1,7 +1,7 @@
-"""The one rule for each name a client chooses: collections, document ids, file names, filters.
+r"""The one rule for each name a client chooses: collections, document ids, file names, filters.
 
 Every check matches the whole string (``fullmatch``; a ``$`` would also accept a trailing
-newline and let ``"docs\\n"`` become a look-alike of ``docs``). The gateway rejects a bad name
+newline and let ``"docs\n"`` become a look-alike of ``docs``). The gateway rejects a bad name
 before anything is stored or queued; services use the same rules to refuse what slips past.
 """
 

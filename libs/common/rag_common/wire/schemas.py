@@ -92,6 +92,7 @@ def stale(directory: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rag_common.wire.schemas``: write the snapshots (``--out``) or check them (``--check``)."""
     parser = argparse.ArgumentParser(prog="python -m rag_common.wire.schemas", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help=f"write the snapshots into this folder (e.g. {DEFAULT_DIR})")
     parser.add_argument("--check", type=Path, help="exit 1 when a snapshot in this folder is stale")

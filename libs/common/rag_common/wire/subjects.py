@@ -56,8 +56,10 @@ AUDIT_SUBJECTS = f"{PREFIX}.audit.>"
 
 
 def audit_subject(action: str, actor: str) -> str:
-    """Where one audit event goes, e.g. ``rag.audit.request_refused.anonymous``: by action and by
-    actor, so a reader filters on either on the server."""
+    """Where one audit event goes, e.g. ``rag.audit.request_refused.anonymous``.
+
+    By action and by actor, so a reader filters on either on the server.
+    """
     return f"{PREFIX}.audit.{action}.{actor}"
 
 

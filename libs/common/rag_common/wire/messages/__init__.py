@@ -3,6 +3,7 @@
 from rag_common.wire.messages.audit import AUDIT_ACTIONS, AuditAction, AuditEvent
 from rag_common.wire.messages.base import Message, new_id
 from rag_common.wire.messages.chunk import ChunkKind, ChunkPayload
+from rag_common.wire.messages.flags import FAILING_FLAGS, INFORMATIONAL_FLAGS, Flag
 from rag_common.wire.messages.ingest import DeadLetter, DeleteRequested, DocumentState, DocumentStatus, IngestRequested
 from rag_common.wire.messages.query import (
     AnswerDelta,
@@ -29,6 +30,8 @@ from rag_common.wire.messages.query import (
 
 __all__ = [
     "AUDIT_ACTIONS",
+    "FAILING_FLAGS",
+    "INFORMATIONAL_FLAGS",
     "AnswerDelta",
     "AnswerError",
     "AuditAction",
@@ -44,6 +47,7 @@ __all__ = [
     "Draft",
     "DraftedStage",
     "Evaluation",
+    "Flag",
     "IngestRequested",
     "Message",
     "Passage",

@@ -142,7 +142,7 @@ class Assessment(BaseModel):
     trace_id: str = ""
 
 
-class AssessmentRequested(Message):
+class AssessmentRequested(Message):  # noqa: D101 (a docstring would change its published schema description)
     type: Literal["rag.assessment.requested.v1"] = "rag.assessment.requested.v1"
     assessment: Assessment
 
@@ -151,7 +151,8 @@ class AssessmentRetrieved(Message):
     """Specs with their passages, and foils: texts from elsewhere in the collection for distractors.
 
     The regeneration pass carries the questions the evaluator accepted (``question`` set) and the ones to write
-    again (``question`` empty), with passages of another section where their unit has one."""
+    again (``question`` empty), with passages of another section where their unit has one.
+    """
 
     type: Literal["rag.assessment.retrieved.v1"] = "rag.assessment.retrieved.v1"
     assessment: Assessment
@@ -160,7 +161,7 @@ class AssessmentRetrieved(Message):
     round: int = 1
 
 
-class AssessmentDrafted(Message):
+class AssessmentDrafted(Message):  # noqa: D101 (a docstring would change its published schema description)
     type: Literal["rag.assessment.drafted.v1"] = "rag.assessment.drafted.v1"
     assessment: Assessment
     items: list[AssessmentItem]
@@ -171,7 +172,8 @@ class AssessmentDrafted(Message):
 class AssessmentRejected(Message):
     """The paper after the first check, back to the retriever: the accepted questions (``question``
     set) and the ones to write again (``question`` empty, earlier attempts in ``rejected``), which
-    get passages of another section of their unit so the regeneration does not ask the same material."""
+    get passages of another section of their unit so the regeneration does not ask the same material.
+    """  # noqa: D205 (the text is the model's published schema description)
 
     type: Literal["rag.assessment.rejected.v1"] = "rag.assessment.rejected.v1"
     assessment: Assessment
@@ -180,13 +182,13 @@ class AssessmentRejected(Message):
     round: int = 2
 
 
-class Progress(BaseModel):
+class Progress(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     stage: str = "queued"
     done: int = 0
     total: int = 0
 
 
-class QuestionCounts(BaseModel):
+class QuestionCounts(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     requested: int = 0
     generated: int = 0
     valid: int = 0

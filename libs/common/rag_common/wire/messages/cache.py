@@ -1,5 +1,7 @@
-"""What the answer cache keeps (``rag_common.store.answer_cache``); what the retriever hands the evaluator
-so it can keep an answer (``CacheKey``) is with the query path's messages.
+"""What the answer cache keeps (``rag_common.store.answer_cache``).
+
+What the retriever hands the evaluator so it can keep an answer (``CacheKey``) is with the query
+path's messages.
 
 The cache lives in the key-value bucket ``rag-answer-cache``, two keys per answer:
 ``q.<tenant>.<collection>.<digest>`` holds the ``CachedQuestion`` (small: every retriever replica

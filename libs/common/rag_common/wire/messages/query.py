@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_seri
 
 from rag_common.wire.messages.base import Message
 from rag_common.wire.messages.chunk import ChunkKind, ChunkPayload
+from rag_common.wire.messages.flags import Flag
 from rag_common.wire.names import Collection
 
 # "greeting" and "blocked" (a prompt-injection attempt, refused) skip retrieval and the model.
@@ -25,7 +26,8 @@ Tier = Literal["fast", "strong", "greeting", "blocked"]
 
 class Passage(BaseModel):
     """A retrieved chunk, numbered as the answer cites it: the one shape of a passage everywhere
-    (stage messages, the answer's ``passages`` and ``citations``, the evaluator's checks)."""
+    (stage messages, the answer's ``passages`` and ``citations``, the evaluator's checks).
+    """  # noqa: D205 (the text is the model's published schema description)
 
     model_config = ConfigDict(extra="ignore")
 
@@ -73,7 +75,7 @@ class Route(BaseModel):
     attack_dropped: list[str] = Field(default_factory=list)
 
 
-class Usage(BaseModel):
+class Usage(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
@@ -122,7 +124,8 @@ class Query(BaseModel):
 
 class CacheScope(BaseModel):
     """Which answers a question may be served from: the same tenant, collection, index version and
-    context (filters and selected text), nothing else."""
+    context (filters and selected text), nothing else.
+    """  # noqa: D205 (the text is the model's published schema description)
 
     model_config = ConfigDict(extra="ignore")
 
@@ -134,7 +137,8 @@ class CacheScope(BaseModel):
 
 class CacheKey(CacheScope):
     """Set by the retriever on a question it looked up and did not find: where the evaluator keeps
-    the answer if no flag is raised. Travels with the question to the evaluator, no further."""
+    the answer if no flag is raised. Travels with the question to the evaluator, no further.
+    """  # noqa: D205 (the text is the model's published schema description)
 
     digest: str = Field(description="the key's last part: digest of the normalised question and the context")
     question: str
@@ -194,11 +198,11 @@ class StageMessage(Message):
     timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
-class QueryRouted(StageMessage):
+class QueryRouted(StageMessage):  # noqa: D101 (a docstring would change its published schema description)
     type: Literal["rag.query.routed.v2"] = "rag.query.routed.v2"
 
 
-class QueryRetrieved(StageMessage):
+class QueryRetrieved(StageMessage):  # noqa: D101 (a docstring would change its published schema description)
     type: Literal["rag.query.retrieved.v2"] = "rag.query.retrieved.v2"
     retrieval: Retrieval
 
@@ -206,14 +210,21 @@ class QueryRetrieved(StageMessage):
 class Evaluation(BaseModel):
     """The evaluator's verdict on a drafted answer: every flag, why each raised one was raised."""
 
+    # Keyed by ``Flag`` names, typed as strings on purpose: a gateway must still read the answer of
+    # a newer evaluator that raises a flag it does not know (and pass that flag on to the client).
     flags: dict[str, bool]
     details: dict[str, Any] = Field(default_factory=dict)
-    flagged: bool  # a failing flag is raised ("refused" alone is not failing)
+    flagged: bool  # a failing flag is raised (``FAILING_FLAGS``: "refused" alone is not failing)
+
+    def raised(self, flag: Flag) -> bool:
+        """Whether ``flag`` is raised; a flag the evaluator did not report counts as not raised."""
+        return self.flags.get(flag, False)
 
 
 class DraftedStage(StageMessage):
     """What a stage message carries once an answer is drafted: the retrieval (empty when the router
-    answered alone) and the draft."""
+    answered alone) and the draft.
+    """  # noqa: D205 (the text is the model's published schema description)
 
     retrieval: Retrieval = Field(default_factory=Retrieval)
     draft: Draft
@@ -245,8 +256,11 @@ class QueryAnswered(DraftedStage):
 
     @field_serializer("query")
     def _query_without_history(self, query: Query, info: SerializationInfo) -> dict[str, Any]:
-        """The conversation stays behind: the gateway that asked holds it, and it would make every
-        answer of a long conversation travel back tens of kilobytes for nothing."""
+        """The conversation stays behind.
+
+        The gateway that asked holds it, and it would make every answer of a long conversation
+        travel back tens of kilobytes for nothing.
+        """
         return query.model_dump(mode=info.mode, exclude={"history"})
 
     @field_serializer("retrieval")
