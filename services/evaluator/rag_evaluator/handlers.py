@@ -16,12 +16,11 @@ from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
 from rag_common.store.answer_cache import AnswerCache, kept_counter
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
 from rag_common.store.profiles import ProfileBook
-from rag_common.transport.consuming import register_query_stage, register_work_queue
+from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer, publish_assessment
 from rag_common.transport.service import register_ping
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, QueryAnswered, QueryDrafted
@@ -180,16 +179,14 @@ def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
         work=handlers.on_drafted,
     )
     register_ping(broker, "evaluator")
-    register_work_queue(
+    register_assessment_stage(
         broker,
         settings,
         telemetry,
         subject=subjects.ASSESSMENT_DRAFTED,
         consumer=subjects.EVALUATOR_ASSESSMENT_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
         model=AssessmentDrafted,
         work=handlers.on_assessment_drafted,
-        ack_wait=120.0,
-        on_failure=assessment_failure_hook(handlers.assessment_store, handlers.assessment_metrics),
+        store=handlers.assessment_store,
+        metrics=handlers.assessment_metrics,
     )

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from faststream.nats import NatsBroker
 
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
-from rag_common.transport.consuming import register_query_stage, register_work_queue
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
+from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_assessment, publish_stage
 from rag_common.transport.service import register_ping
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import QueryRetrieved
@@ -80,16 +79,15 @@ def subscribe(broker: NatsBroker, handlers: GeneratorHandlers) -> None:
         work=handlers.on_retrieved,
     )
     register_ping(broker, "generator", handlers.check)
-    register_work_queue(
+    register_assessment_stage(
         broker,
         settings,
         telemetry,
         subject=subjects.ASSESSMENT_RETRIEVED,
         consumer=subjects.GENERATOR_ASSESSMENT_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
         model=AssessmentRetrieved,
         work=handlers.on_assessment_retrieved,
+        store=handlers.assessment_store,
+        metrics=handlers.assessment_metrics,
         ack_wait=300.0,
-        on_failure=assessment_failure_hook(handlers.assessment_store, handlers.assessment_metrics),
     )

@@ -16,12 +16,11 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import get_current_span
 
 from rag_common.store.answer_cache import AnswerCache, Lookup, hit_counter, miss_counter, served, why_not_looked_up
-from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, assessment_failure_hook, in_stage
+from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
 from rag_common.store.embedding import SparseVector
-from rag_common.transport.consuming import register_query_stage, register_work_queue
+from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer, publish_assessment, publish_delta, publish_stage
 from rag_common.transport.service import register_ping
-from rag_common.transport.streams import ASSESSMENT_JSTREAM
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import AnswerDelta, QueryAnswered, QueryRouted
@@ -164,31 +163,26 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         model=QueryRouted,
         work=handlers.on_routed,
     )
-    failed = assessment_failure_hook(handlers.assessment_store, handlers.assessment_metrics)
-    register_work_queue(
+    register_assessment_stage(
         broker,
         settings,
         telemetry,
         subject=subjects.ASSESSMENT_REQUESTED,
         consumer=subjects.RETRIEVER_ASSESSMENT_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
         model=AssessmentRequested,
         work=handlers.on_assessment_requested,
-        ack_wait=120.0,
-        on_failure=failed,
+        store=handlers.assessment_store,
+        metrics=handlers.assessment_metrics,
     )
-    register_work_queue(
+    register_assessment_stage(
         broker,
         settings,
         telemetry,
         subject=subjects.ASSESSMENT_REJECTED,
         consumer=subjects.RETRIEVER_REJECTED_CONSUMER,
-        stream=ASSESSMENT_JSTREAM,
-        area="assessment",
         model=AssessmentRejected,
         work=handlers.on_assessment_rejected,
-        ack_wait=120.0,
-        on_failure=failed,
+        store=handlers.assessment_store,
+        metrics=handlers.assessment_metrics,
     )
     register_ping(broker, "retriever", handlers.check)

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from faststream.nats import NatsBroker
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from pydantic import BaseModel
 
-from rag_common.transport.consuming import FailureHook
+from rag_common.config.settings import ServiceSettings
+from rag_common.transport.consuming import FailureHook, register_work_queue
+from rag_common.transport.streams import ASSESSMENT_JSTREAM
+from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire.messages.assessment import AssessmentState
 
 log = logging.getLogger(__name__)
@@ -123,3 +128,40 @@ def assessment_failure_hook(store: Callable[[], AssessmentStore | None], metrics
         await current.update(assessment_id, fail)
 
     return report
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def register_assessment_stage(
+    broker: NatsBroker,
+    settings: ServiceSettings,
+    telemetry: ServiceTelemetry,
+    *,
+    subject: str,
+    consumer: str,
+    model: type[M],
+    work: Callable[[M], Awaitable[None]],
+    store: Callable[[], AssessmentStore | None],
+    metrics: AssessmentMetrics,
+    ack_wait: float = 120.0,
+) -> None:
+    """Consume one stage of the assessment pipeline from the assessment stream.
+
+    A message the stage gives up on marks its job ``failed`` with the reason, so the teacher's page
+    says why instead of waiting; ``ack_wait`` is the longest a replica may work on one message
+    before another gets it.
+    """
+    register_work_queue(
+        broker,
+        settings,
+        telemetry,
+        subject=subject,
+        consumer=consumer,
+        stream=ASSESSMENT_JSTREAM,
+        area="assessment",
+        model=model,
+        work=work,
+        ack_wait=ack_wait,
+        on_failure=assessment_failure_hook(store, metrics),
+    )
