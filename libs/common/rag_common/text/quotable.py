@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag_common.text.lines import (
     ANSWER_LINE,
@@ -60,7 +60,7 @@ _CODE_LINE = re.compile(
 # "client . messages . create (", "from rouge import Rouge"): read as a line of code, never as a sentence.
 _FLATTENED_CODE = re.compile(
     r"\b[a-z_]\w* = [\[{(\"']"  # an assignment of a literal: messages = [
-    r"|\w \. \w+ \(|\w \( \)"  # a call spaced out token by token: client . messages . create (
+    r"|\w \. \w+ \("  # a call spaced out token by token: client . messages . create (
     r"|\bfrom [a-z_][\w.]* import \w|^import [a-z_][\w.]*(?:\s|$)"  # a Python import
     r"|>>>\s*\w"  # an interpreter prompt
 )
@@ -112,6 +112,7 @@ class Candidate:
     context: str = ""
     lead: bool = False  # first unit under its heading: the one a heading or FAQ question introduces
     intro: str = ""  # a line of code's lead-in sentence ("Send the token in the header:"), if any
+    title: str = ""  # a card's or tab's title the source also glued in front of this unit, if any
 
 
 # --- candidates ------------------------------------------------------------------------------
@@ -391,18 +392,24 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
     as text repeat a tab's or a card's title before its text) is dropped for the clean one.
     """
     texts = {c.text for c in candidates}
+    titles: dict[str, str] = {}
+    for candidate in candidates:
+        glued = _glued_heading(candidate.text, texts)
+        if glued is not None:
+            titles.setdefault(*glued)
     seen: set[str] = set()
     unique = []
     for candidate in candidates:
         key = normal_words(candidate.text)
-        if key not in seen and not _glued_heading(candidate.text, texts):
+        if key not in seen and _glued_heading(candidate.text, texts) is None:
             seen.add(key)
-            unique.append(candidate)
+            title = titles.get(candidate.text, "")
+            unique.append(replace(candidate, title=title) if title and not candidate.title else candidate)
     return unique
 
 
-def _glued_heading(text: str, units: set[str]) -> bool:
-    """Whether ``text`` is one of ``units`` after a heading glued in front of it.
+def _glued_heading(text: str, units: set[str]) -> tuple[str, str] | None:
+    """(the unit, the heading) when ``text`` is one of ``units`` after a heading glued in front of it.
 
     The heading is short (at most ``MAX_GLUED_HEADING_WORDS`` words), has no clause punctuation
     and does not end on a word that continues a sentence ("Note that ...").
@@ -419,8 +426,8 @@ def _glued_heading(text: str, units: set[str]) -> bool:
             and not re.search(r"[.!?:;,]", text[:index])
             and heading[-1].lower() not in _CONTINUING
         ):
-            return True
-    return False
+            return rest, " ".join(heading)
+    return None
 
 
 def sentence_key(text: str) -> str:
