@@ -303,3 +303,22 @@ def test_code_flattened_into_prose_is_not_quoted_as_a_sentence() -> None:
         assert "import" not in answer, answer
         assert '"role"' not in answer, answer
         assert "messages = [" not in answer, answer
+
+
+def test_a_card_title_glued_in_the_source_labels_its_text_when_the_question_asks_which_things() -> None:
+    github = "An example-filled tutorial that covers the prompt engineering concepts found in our docs."
+    sheets = "A lighter weight version of our prompt engineering tutorial via an interactive spreadsheet."
+    passage = Passage(
+        n=1,
+        source="docs/build-with-claude/prompt-engineering/overview.md",
+        text=(
+            "If you’re an interactive learner, you can dive into our interactive tutorials instead!\n"
+            f"GitHub prompting tutorial{github}Google Sheets prompting tutorial{sheets}\n\n"
+            f"GitHub prompting tutorial\n{github}\n\nGoogle Sheets prompting tutorial\n{sheets}"
+        ),
+    )
+    question = "What are the two interactive prompt engineering tutorials Anthropic offers, and how do they differ?"
+    answer = body(extractive_answer(question, [passage]))
+    assert "GitHub prompting tutorial: An example-filled tutorial" in answer, answer
+    assert "tutorialAn" not in answer
+    assert "docs.Google" not in answer

@@ -71,7 +71,6 @@ _BONUS_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.DATE, AnswerType.VALUE
 # How much the embedding similarity counts beside the words: 1.0 is a cosine added to a share.
 SEMANTIC_WEIGHT = 1.0
 NEAR_DUPLICATE = 0.8  # token Jaccard above which two units with the same numbers say the same
-_TITLED_TYPES = frozenset({AnswerType.LIST, AnswerType.ENTITY, AnswerType.COMPARISON})
 MIN_CONTAINED_WORDS = 4  # a shorter unit held word for word in a longer one is the same sentence
 # Units the embedding model re-scores, best by words and rank first: it bounds the embedding
 # work per answer (about 3 ms a sentence on one core), and the rest are lexically hopeless anyway.
@@ -598,9 +597,8 @@ def _readable(candidate: Candidate, asked: Asked) -> str:
     if candidate.kind == KIND_CODE:
         span = f"`{candidate.text.replace('`', '')}`"
         return f"{candidate.intro} {span}" if candidate.intro else span
-    # A card's title names a thing that "which", "what are the" and "how do they differ" ask for
-    # ("GitHub prompting tutorial: An example-filled tutorial..."); elsewhere it leads the sentence astray.
-    if candidate.title and asked.answer_type in _TITLED_TYPES:
+    # A card's name says what the card is about: "GitHub prompting tutorial: An example-filled tutorial...".
+    if candidate.title:
         return f"{candidate.title}: {candidate.text}"
     return candidate.text
 

@@ -112,7 +112,7 @@ class Candidate:
     context: str = ""
     lead: bool = False  # first unit under its heading: the one a heading or FAQ question introduces
     intro: str = ""  # a line of code's lead-in sentence ("Send the token in the header:"), if any
-    title: str = ""  # a card's or tab's title the source also glued in front of this unit, if any
+    title: str = ""  # the name of a card the source also glued in front of this unit, if any
 
 
 # --- candidates ------------------------------------------------------------------------------
@@ -389,7 +389,9 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
 
     A unit that is another unit with a heading glued in front ("Role names The Text Completions
     API expects...", "PDF Upload & SummarizationLearn how to upload PDFs..."; web pages exported
-    as text repeat a tab's or a card's title before its text) is dropped for the clean one.
+    as text repeat a tab's or a card's title before its text) is dropped for the clean one, which
+    keeps the title when it is a name (``Candidate.title``): a card is quoted as "PDF Upload &
+    Summarization: Learn how...", a tab's topic ("Role names") is left out.
     """
     texts = {c.text for c in candidates}
     titles: dict[str, str] = {}
@@ -404,8 +406,19 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
         if key not in seen and _glued_heading(candidate.text, texts) is None:
             seen.add(key)
             title = titles.get(candidate.text, "")
+            title = title if _names_something(title) else ""
             unique.append(replace(candidate, title=title) if title and not candidate.title else candidate)
     return unique
+
+
+def _names_something(title: str) -> bool:
+    """Whether a heading is a name rather than a topic: a capital after its first letter.
+
+    "Claude Cookbooks", "GitHub prompting tutorial" and "PDF Upload & Summarization" name a card;
+    "Role names" is a topic and would only lead the sentence after it astray.
+    """
+    words = title.split()
+    return len(words) > 0 and (any(c.isupper() for c in words[0][1:]) or any(w[:1].isupper() for w in words[1:]))
 
 
 def _glued_heading(text: str, units: set[str]) -> tuple[str, str] | None:

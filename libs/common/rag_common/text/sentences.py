@@ -17,9 +17,7 @@ import re
 # a capital, a digit, an opening quote or bracket, or a "$"; or, with no space, between a word and
 # a capitalised word ("... long documents.Tool Use & ...": a web page's cards exported as text).
 # Two lowercase letters before the stop keep "e.g.", "U.S." and "Node.js" whole.
-_SENTENCE_BREAK = re.compile(
-    r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])|(?<=[a-z]{2})([.!?])()(?=[A-Z][a-z])"
-)
+_SENTENCE_BREAK = re.compile(r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])|(?<=[a-z]{2})([.!?])()(?=[A-Z][a-z])")
 # Words whose final period ends no sentence ("e.g. Slack", "approx. 30").
 ABBREVIATIONS = frozenset(
     "e.g i.e etc vs approx incl no nr fig mr mrs ms dr st inc ltd co corp dept est jan feb mar apr jun jul aug "
