@@ -305,7 +305,7 @@ def test_code_flattened_into_prose_is_not_quoted_as_a_sentence() -> None:
         assert "messages = [" not in answer, answer
 
 
-def test_a_card_title_glued_in_the_source_labels_its_text_when_the_question_asks_which_things() -> None:
+def test_a_card_name_glued_to_its_text_in_the_source_labels_the_clean_text() -> None:
     github = "An example-filled tutorial that covers the prompt engineering concepts found in our docs."
     sheets = "A lighter weight version of our prompt engineering tutorial via an interactive spreadsheet."
     passage = Passage(

@@ -7,10 +7,11 @@ how much of it:
   reason...) and the words the question is about.
 - **What can be quoted** (``rag_common.text.quotable``): whole sentences, list items, table rows
   (rendered as readable text), and lines of code or configuration (quoted verbatim in a code
-  span) - never a heading or half a PDF line.
+  span) - never a heading, half a PDF line or code flattened into a line of prose.
 - **Choosing**: units that hold the expected type and the focus words win; a unit that opens
-  with "It"/"This"/"They" is quoted only with the sentence it refers to; a fact is quoted once; a
-  length budget per answer type keeps a value short and steps whole.
+  with "It"/"This"/"They" is quoted only with the sentence it refers to; a fact is quoted once,
+  and so is a sentence another unit holds word for word; a length budget per answer type keeps a
+  value short and steps whole.
 - **Conflicts** open the answer: a disagreement between sources is said first, in words.
 - **Nothing that answers**: when no unit holds the question's focus (or a name it asks about),
   the reply says so (``ExtractiveReply.answered``) and the generator refuses instead of quoting
