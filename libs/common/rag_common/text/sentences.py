@@ -17,7 +17,9 @@ import re
 # a capital, a digit, an opening quote or bracket, or a "$"; or, with no space, between a word and
 # a capitalised word ("... long documents.Tool Use & ...": a web page's cards exported as text).
 # Two lowercase letters before the stop keep "e.g.", "U.S." and "Node.js" whole.
-_SENTENCE_BREAK = re.compile(r"([.!?])([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])|(?<=[a-z]{2})([.!?])()(?=[A-Z][a-z])")
+# The stop comes first in the pattern so that only a stop starts a match (an alternative opening on
+# the look-behind is tried at every character: nine times slower on the corpora).
+_SENTENCE_BREAK = re.compile(r"([.!?])(?:([\"'”’)\]]*)\s+(?=[A-Z0-9\"'“‘(\[$])|(?<=[a-z]{2}[.!?])(?=[A-Z][a-z]))")
 # Words whose final period ends no sentence ("e.g. Slack", "approx. 30").
 ABBREVIATIONS = frozenset(
     "e.g i.e etc vs approx incl no nr fig mr mrs ms dr st inc ltd co corp dept est jan feb mar apr jun jul aug "
@@ -42,7 +44,7 @@ def split_sentences(text: str) -> list[str]:
     for match in _SENTENCE_BREAK.finditer(text):
         before = text[start : match.start()].split()
         word = before[-1].lower().rstrip(".") if before else ""
-        if "." in (match.group(1), match.group(3)) and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
+        if match.group(1) == "." and (word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())):
             continue
         sentences.append(text[start : match.end()].strip())
         start = match.end()
