@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -394,16 +395,20 @@ def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
     Summarization: Learn how...", a tab's topic ("Role names") is left out.
     """
     texts = {c.text for c in candidates}
+    # Only a unit that ends like another can be that one with a heading in front: the clean unit
+    # has at least four words, so at least seven characters, and the two share their last six.
+    endings = Counter(text[-6:] for text in texts)
+    glued_of = {text: _glued_heading(text, texts) for text in texts if endings[text[-6:]] > 1}
     titles: dict[str, str] = {}
     for candidate in candidates:
-        glued = _glued_heading(candidate.text, texts)
+        glued = glued_of.get(candidate.text)
         if glued is not None:
             titles.setdefault(*glued)
     seen: set[str] = set()
     unique = []
     for candidate in candidates:
         key = normal_words(candidate.text)
-        if key not in seen and _glued_heading(candidate.text, texts) is None:
+        if key not in seen and glued_of.get(candidate.text) is None:
             seen.add(key)
             title = titles.get(candidate.text, "")
             title = title if _names_something(title) else ""
