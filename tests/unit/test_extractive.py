@@ -185,3 +185,140 @@ def test_a_question_naming_two_things_gets_a_sentence_for_each() -> None:
     answer = body(extractive_answer("What monthly uptime do the Business and Enterprise plans get?", [passage]))
     assert "99.95%" in answer
     assert "99.9% monthly" in answer
+
+
+# Web pages exported as text repeat a card's or a tab's title before its text, run sentences
+# together and flatten code into a line: the shapes below are the anthropic-docs corpus's own.
+COOKBOOK_CARDS = Passage(
+    n=1,
+    source="docs/build-with-claude/text-generation.md",
+    section="Claude Cookbooks",
+    text=(
+        "Dive into practical examples and hands-on tutorials with our collection of Jupyter notebooks.\n"
+        "PDF Upload & SummarizationLearn how to upload PDFs and have Claude summarize their content, making it "
+        "easy to digest long documents.Tool Use & Function CallingDiscover how to extend Claude’s capabilities by "
+        "integrating external tools and functions into your workflows.Embeddings with VoyageAIExplore how to "
+        "create and use embeddings with VoyageAI for advanced text similarity and search tasks.\n"
+        "PDF Upload & SummarizationLearn how to upload PDFs and have Claude summarize their content, making it "
+        "easy to digest long documents.\n\n"
+        "PDF Upload & Summarization\n"
+        "Learn how to upload PDFs and have Claude summarize their content, making it easy to digest long documents.\n"
+        "Tool Use & Function CallingDiscover how to extend Claude’s capabilities by integrating external tools "
+        "and functions into your workflows."
+    ),
+)
+
+
+def test_a_sentence_held_whole_in_a_longer_unit_is_quoted_once_and_without_what_is_glued_to_it() -> None:
+    question = "How can I use Claude to more easily digest the content of long PDF documents?"
+    answer = body(extractive_answer(question, [COOKBOOK_CARDS]))
+    assert answer.count("upload PDFs and have Claude summarize") == 1, answer
+    assert "Learn how to upload PDFs and have Claude summarize their content" in answer
+    assert "documents.Tool" not in answer
+    assert "SummarizationLearn" not in answer
+
+
+def test_a_longer_unit_holding_a_chosen_one_is_not_quoted_beside_it() -> None:
+    passages = [
+        Passage(n=1, source="a.md", text="Exports run nightly at 02:00 UTC for every workspace."),
+        Passage(n=2, source="b.md", text="Exports run nightly at 02:00 UTC for every workspace, and take an hour."),
+    ]
+
+    def scorer(question: str, sentences: Sequence[str]) -> list[float]:
+        return [0.9 for _ in sentences]
+
+    answer = body(extractive_answer("When do exports run?", passages, scorer=scorer))
+    assert answer.count("Exports run nightly") == 1, answer
+    assert re.search(r"\[1\]\[2\]|\[2\]\[1\]", answer), answer  # both sources cited on the one sentence
+
+
+def test_a_closing_quote_that_closes_nothing_is_dropped_and_the_citation_ends_the_sentence() -> None:
+    passage = Passage(
+        n=1,
+        source="docs/build-with-claude/tool-use.md",
+        section="Pricing",
+        text=(
+            "Tool use requests are priced the same as any other Claude API request, based on the total number of "
+            "input tokens sent to the model (including in the tools parameter) and the number of output tokens "
+            "generated.”"
+        ),
+    )
+    question = "How do the additional tokens required for tool use in Claude API requests impact pricing?"
+    answer = body(extractive_answer(question, [passage]))
+    assert answer.endswith("the number of output tokens generated [1]."), answer
+
+
+def test_a_quoted_ending_keeps_its_quote_before_the_citation() -> None:
+    passage = Passage(n=1, source="ui.md", text="To keep your changes, click the button labelled “Save draft.”")
+    answer = body(extractive_answer("How do I keep my changes?", [passage]))
+    assert answer == "To keep your changes, click the button labelled “Save draft” [1].", answer
+
+
+def test_a_heading_glued_to_its_first_sentence_is_not_quoted() -> None:
+    sentence = (
+        "The Text Completions API expects alternating \\n\\nHuman: and \\n\\nAssistant: turns, but the Messages "
+        "API expects user and assistant roles."
+    )
+    rest = "You may see documentation referring to either “human” or “user” turns."
+    passage = Passage(
+        n=1,
+        source="api/migrating-from-text-completions-to-messages.md",
+        text=(
+            f"Each input message has a role and content.\nRole names {sentence} {rest}\n"
+            f"Role names{sentence} {rest}\n\nRole names\n{sentence} {rest}"
+        ),
+    )
+    question = 'What happens if a prompt for the Text Completions API is missing the "\\n\\nHuman:" turns?'
+    answer = body(extractive_answer(question, [passage]))
+    assert "Role names" not in answer, answer
+    assert "The Text Completions API expects alternating" in answer
+
+
+def test_code_flattened_into_prose_is_not_quoted_as_a_sentence() -> None:
+    evals = Passage(
+        n=1,
+        source="docs/build-with-claude/develop-tests.md",
+        text=(
+            "Relevance and coherence (summarization) - ROUGE-L evaluation What it measures : ROUGE-L evaluates the "
+            "quality of generated summaries. Example eval test cases : 200 articles with reference summaries. "
+            "from rouge import Rouge import anthropic\n\n"
+            "To create test cases for an evaluation, click the ‘Add Test Case’ button."
+        ),
+    )
+    messages = Passage(
+        n=2,
+        source="api/migrating-from-text-completions-to-messages.md",
+        text=(
+            'Shorthand Expanded messages = [ { "role" : "user" , "content" : "Hello there." } , { "role" : '
+            '"assistant" , "content" : "Hi, I\'m Claude. How can I help?" } , { "role" : "user" , "content" : '
+            '"Can you explain Glycolysis to me?" } , ]\n\n'
+            "A system prompt is given in the system parameter of the Messages API."
+        ),
+    )
+    for question in (
+        "What test cases does the ROUGE-L evaluation use?",
+        "How can you specify a system prompt using the Text Completions API versus the Messages API?",
+    ):
+        answer = body(extractive_answer(question, [evals, messages]))
+        assert "import" not in answer, answer
+        assert '"role"' not in answer, answer
+        assert "messages = [" not in answer, answer
+
+
+def test_a_card_name_glued_to_its_text_in_the_source_labels_the_clean_text() -> None:
+    github = "An example-filled tutorial that covers the prompt engineering concepts found in our docs."
+    sheets = "A lighter weight version of our prompt engineering tutorial via an interactive spreadsheet."
+    passage = Passage(
+        n=1,
+        source="docs/build-with-claude/prompt-engineering/overview.md",
+        text=(
+            "If you’re an interactive learner, you can dive into our interactive tutorials instead!\n"
+            f"GitHub prompting tutorial{github}Google Sheets prompting tutorial{sheets}\n\n"
+            f"GitHub prompting tutorial\n{github}\n\nGoogle Sheets prompting tutorial\n{sheets}"
+        ),
+    )
+    question = "What are the two interactive prompt engineering tutorials Anthropic offers, and how do they differ?"
+    answer = body(extractive_answer(question, [passage]))
+    assert "GitHub prompting tutorial: An example-filled tutorial" in answer, answer
+    assert "tutorialAn" not in answer
+    assert "docs.Google" not in answer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.text.quotable import candidate_sentences
+from rag_common.text.quotable import candidate_sentences, unique_candidates
 from rag_common.wire.messages import Passage
 
 pytestmark = pytest.mark.unit
@@ -32,3 +32,28 @@ def test_glyphs_tabs_and_control_characters_are_cleaned_and_plain_lines_kept_as_
     assert units(text) == ["Guests can view every board.", "Guests cannot edit cards or comments."]
     plain = "Guests can view every board. Guests cannot edit cards or comments."
     assert units(plain) == ["Guests can view every board.", "Guests cannot edit cards or comments."]
+
+
+def test_code_flattened_into_a_line_is_code_and_never_a_sentence() -> None:
+    text = (
+        "Example eval test cases : 200 articles with reference summaries. from rouge import Rouge import anthropic\n\n"
+        'Shorthand Expanded messages = [ { "role" : "user" , "content" : "Hello there." } , { "role" : '
+        '"assistant" , "content" : "Hi, I\'m Claude. How can I help?" } ]\n\n'
+        "client = anthropic . Anthropic ( ) message = client . messages . create ( model = model )\n\n"
+        "Call the create method of the client to send messages (a list of roles and contents)."
+    )
+    passage = Passage(n=1, source="doc.md", text=text)
+    assert units(text) == [
+        "Example eval test cases : 200 articles with reference summaries.",
+        "Call the create method of the client to send messages (a list of roles and contents).",
+    ]
+    code = [c.text for c in candidate_sentences([passage], code=True) if c.kind == "code"]
+    assert "from rouge import Rouge import anthropic" in code
+    assert "client = anthropic . Anthropic ( ) message = client . messages . create ( model = model )" in code
+
+
+def test_a_unit_with_a_heading_glued_in_front_gives_way_to_the_clean_one() -> None:
+    sentence = "The Messages API expects user and assistant roles in alternating turns."
+    text = f"Role names {sentence}\nRole names{sentence}\n\nRole names\n{sentence}\n\nNote that {sentence}"
+    kept = [c.text for c in unique_candidates(candidate_sentences([Passage(n=1, source="doc.md", text=text)]))]
+    assert kept == [sentence, f"Note that {sentence}"]  # "Note that" is a sentence's own opening, not a heading

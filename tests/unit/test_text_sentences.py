@@ -71,3 +71,15 @@ def test_a_word_opens_a_clause_at_the_start_after_punctuation_or_a_line_break() 
         False,
         True,
     ]
+
+
+def test_a_stop_run_into_a_capitalised_word_ends_a_sentence() -> None:
+    text = (
+        "Learn how to upload PDFs, making it easy to digest long documents.Tool Use & Function CallingDiscover "
+        "how to extend Claude’s capabilities. Use Node.js, e.g.Slack, or OpenAI.Next ends one."
+    )
+    assert split_sentences(text) == [
+        "Learn how to upload PDFs, making it easy to digest long documents.",
+        "Tool Use & Function CallingDiscover how to extend Claude’s capabilities.",
+        "Use Node.js, e.g.Slack, or OpenAI.Next ends one.",
+    ]

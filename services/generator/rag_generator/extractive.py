@@ -7,10 +7,11 @@ how much of it:
   reason...) and the words the question is about.
 - **What can be quoted** (``rag_common.text.quotable``): whole sentences, list items, table rows
   (rendered as readable text), and lines of code or configuration (quoted verbatim in a code
-  span) - never a heading or half a PDF line.
+  span) - never a heading, half a PDF line or code flattened into a line of prose.
 - **Choosing**: units that hold the expected type and the focus words win; a unit that opens
-  with "It"/"This"/"They" is quoted only with the sentence it refers to; a fact is quoted once; a
-  length budget per answer type keeps a value short and steps whole.
+  with "It"/"This"/"They" is quoted only with the sentence it refers to; a fact is quoted once,
+  and so is a sentence another unit holds word for word; a length budget per answer type keeps a
+  value short and steps whole.
 - **Conflicts** open the answer: a disagreement between sources is said first, in words.
 - **Nothing that answers**: when no unit holds the question's focus (or a name it asks about),
   the reply says so (``ExtractiveReply.answered``) and the generator refuses instead of quoting
@@ -71,6 +72,7 @@ _BONUS_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.DATE, AnswerType.VALUE
 # How much the embedding similarity counts beside the words: 1.0 is a cosine added to a share.
 SEMANTIC_WEIGHT = 1.0
 NEAR_DUPLICATE = 0.8  # token Jaccard above which two units with the same numbers say the same
+MIN_CONTAINED_WORDS = 4  # a shorter unit held word for word in a longer one is the same sentence
 # Units the embedding model re-scores, best by words and rank first: it bounds the embedding
 # work per answer (about 3 ms a sentence on one core), and the rest are lexically hopeless anyway.
 MAX_SCORED = 12
@@ -326,6 +328,34 @@ def _near_duplicate(a: str, b: str) -> bool:
     return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb
 
 
+# Two sentences run together without a space ("... long documents.Tool Use & Function Calling..."):
+# of a unit that holds another whole, the shorter one reads better.
+_GLUED_STOP = re.compile(r"[a-z]{2}[.!?][A-Z][a-z]")
+
+
+def _contains(a: str, b: str) -> bool:
+    """Whether ``a`` holds all of ``b`` word for word (and more): "PDF Upload & SummarizationLearn
+    how to upload PDFs ... long documents.Tool Use & ..." holds "Learn how to upload PDFs ... long
+    documents." Letters are compared without spaces, so a heading glued to a word still counts."""
+    inner = _letters(b)
+    return len(b.split()) >= MIN_CONTAINED_WORDS and len(inner) < len(_letters(a)) and inner in _letters(a)
+
+
+def _letters(text: str) -> str:
+    return normal_words(text).replace(" ", "")
+
+
+def _add_unless_repeated(chosen: list[Candidate], unit: Candidate) -> list[Candidate]:
+    """``chosen`` and ``unit``, unless one holds the other word for word: then the longer one, or
+    the shorter when the longer is two sentences run together."""
+    for i, c in enumerate(chosen):
+        if _contains(unit.text, c.text) or normal_words(unit.text) == normal_words(c.text):
+            return chosen
+        if _contains(c.text, unit.text):
+            return [*chosen[:i], unit, *chosen[i + 1 :]] if _GLUED_STOP.search(c.text) else chosen
+    return [*chosen, unit]
+
+
 def _opens_with_pronoun(text: str) -> bool:
     """ "It is kept for 90 days": the subject is in the sentence before. "This plan is..." names it."""
     return bool(_PRONOUN_START.match(text)) and not _DETERMINER_NOUN.match(text)
@@ -361,13 +391,13 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
     ):
         following = _next_in_passage(best.candidate, candidates)
         if following is not None and holds_type(following, asked.answer_type):
-            chosen.append(following)
+            chosen = _add_unless_repeated(chosen, following)
     # A procedure told in sentences goes on after its first step ("Go to Settings > Export. You
     # can export all projects as CSV or JSON."): the next sentence under the same heading follows.
     elif asked.answer_type is AnswerType.STEPS and best.candidate.kind == KIND_SENTENCE:
         following = _next_in_passage(best.candidate, candidates)
         if following is not None and following.context == best.candidate.context:
-            chosen.append(following)
+            chosen = _add_unless_repeated(chosen, following)
     words = sum(len(c.text.split()) for c in chosen)
     also: dict[int, list[int]] = {}
     names = {n.lower() for n in asked.names if not _acronym(n)}
@@ -382,11 +412,23 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
         if named and not named & words_of(candidate.text):
             continue
         # Compared as read: a table row and a sentence that say the same price are one fact.
+        read = _readable(candidate, asked)
         same = next(
-            (i for i, c in enumerate(chosen) if _near_duplicate(_readable(candidate, asked), _readable(c, asked))),
+            (
+                i
+                for i, c in enumerate(chosen)
+                if _near_duplicate(read, _readable(c, asked))
+                or _contains(read, _readable(c, asked))
+                or _contains(_readable(c, asked), read)
+            ),
             None,
         )
         if same is not None:
+            # The same sentence with more glued to it (a card's text run into the next card's) is
+            # quoted as the shorter one, once.
+            if _contains(_readable(chosen[same], asked), read) and _GLUED_STOP.search(chosen[same].text):
+                words += len(candidate.text.split()) - len(chosen[same].text.split())
+                chosen[same], candidate = candidate, chosen[same]
             n = candidate.n
             if n != chosen[same].n and n not in also.get(same, ()):
                 also.setdefault(same, []).append(n)
@@ -556,6 +598,9 @@ def _readable(candidate: Candidate, asked: Asked) -> str:
     if candidate.kind == KIND_CODE:
         span = f"`{candidate.text.replace('`', '')}`"
         return f"{candidate.intro} {span}" if candidate.intro else span
+    # A card's name says what the card is about: "GitHub prompting tutorial: An example-filled tutorial...".
+    if candidate.title:
+        return f"{candidate.title}: {candidate.text}"
     return candidate.text
 
 
@@ -591,10 +636,36 @@ def _cited(text: str, candidate: Candidate, also: Sequence[int] = ()) -> str:
     cites = "".join(f"[{n}]" for n in sorted({candidate.n, *also}))
     if candidate.kind == KIND_CODE:
         return f"{text} {cites}"
-    closing = re.search(r"[.!?:][\"'”’)\]]*$", text)
+    closing = re.search(r"([.!?:])([\"'”’)\]]*)$", text)
     if closing:
-        return f"{text[: closing.start()].rstrip()} {cites}{closing.group()}"
+        stop, marks = closing.groups()
+        head = text[: closing.start()].rstrip()
+        # A closing quote or bracket stays with the words it closes, the citation and the stop
+        # after it ('... called "Save" [1].'); one that closes nothing in the unit is dropped.
+        kept = _balanced_closers(text[: closing.start()], marks)
+        return f"{head}{kept} {cites}{stop}"
     return f"{text} {cites}"
+
+
+_OPENER = {'"': '"', "”": "“", "’": "‘", "'": "'", ")": "(", "]": "["}
+
+
+def _balanced_closers(head: str, marks: str) -> str:
+    """The closing marks after a unit's last stop that close something opened in ``head``."""
+    kept = ""
+    for mark in marks:
+        opener = _OPENER[mark]
+        if opener == mark:  # a straight quote closes one opened before it: an odd count so far
+            opened = len(re.findall(rf"(?:^|(?<=[\s(\[]))\{mark}", head))
+            closed = head.count(mark) - opened
+        else:
+            opened, closed = head.count(opener), head.count(mark)
+            if mark == "’":  # the same sign is an apostrophe ("model’s")
+                closed = 0
+        if opened > closed:
+            kept += mark
+            head += mark
+    return kept
 
 
 def _layout(blocks: Sequence[str], kinds: Sequence[str], notes: Sequence[str]) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rag_common.text.lines import (
     ANSWER_LINE,
@@ -56,6 +57,23 @@ _CODE_LINE = re.compile(
     r"|^[A-Z][\w-]*:\s.*<[^>\s]+>"
 )
 
+# Code flattened into a line of prose by a web page's text export ("messages = [ { "role" : "user" ,",
+# "client . messages . create (", "from rouge import Rouge"): read as a line of code, never as a sentence.
+_FLATTENED_CODE = re.compile(
+    r"\b[a-z_]\w* = [\[{(\"']"  # an assignment of a literal: messages = [
+    r"|\w \. \w+ \("  # a call spaced out token by token: client . messages . create (
+    r"|\bfrom [a-z_][\w.]* import \w|^import [a-z_][\w.]*(?:\s|$)"  # a Python import
+    r"|>>>\s*\w"  # an interpreter prompt
+)
+MAX_SYMBOL_SHARE = 0.3  # tokens without a letter or digit ("[", "{", ":", ",", "=") in a line of code
+# A sentence whose author's full stop is followed by code in lowercase ("... reference summaries.
+# from rouge import Rouge"): the splitter needs a capital after the stop, so the code is cut here.
+_CODE_TAIL = re.compile(r"(?<=[.!?])\s+(?=(?:from [a-z_][\w.]* import|import [a-z_][\w.]*)\b)")
+# At most this many words before a unit's own text make a heading glued to it ("Role names The
+# Text Completions API expects...", "PDF Upload & SummarizationLearn how to upload PDFs...").
+MAX_GLUED_HEADING_WORDS = 5
+_GLUED_HEADING_REACH = 60  # characters into a unit where a glued heading may end
+
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
@@ -95,6 +113,7 @@ class Candidate:
     context: str = ""
     lead: bool = False  # first unit under its heading: the one a heading or FAQ question introduces
     intro: str = ""  # a line of code's lead-in sentence ("Send the token in the header:"), if any
+    title: str = ""  # the name of a card the source also glued in front of this unit, if any
 
 
 # --- candidates ------------------------------------------------------------------------------
@@ -200,8 +219,11 @@ def _units(text: str, passage_kind: str, code: bool = False) -> Iterator[tuple[s
         elif _looks_like_heading(plain):
             headed(plain)
         else:
-            for sentence in split_sentences(plain):
-                if sentence.endswith(":"):
+            for sentence in (part for s in split_sentences(plain) for part in _CODE_TAIL.split(s)):
+                if flattened_code(sentence):
+                    if code and len(sentence) <= MAX_CODE_CHARS:
+                        yield KIND_CODE, sentence, heading, in_a_row <= 1
+                elif sentence.endswith(":"):
                     headed(sentence)
                 else:
                     yield KIND_SENTENCE, sentence, heading, in_a_row <= 1
@@ -311,6 +333,20 @@ def _strip_markup(text: str) -> str:
     return " ".join(text.split())
 
 
+def flattened_code(text: str) -> bool:
+    """Whether a line of prose is code that lost its line breaks and its fence.
+
+    Web pages exported as text flatten their code blocks ("Shorthand Expanded messages = [ {
+    "role" : "user" , ..."): an assignment of a literal, a call or an import spaced out token by
+    token, or a line where brackets, quotes and commas standing alone are many, is not prose.
+    """
+    if _FLATTENED_CODE.search(text):
+        return True
+    tokens = text.split()
+    symbols = sum(1 for token in tokens if not any(c.isalnum() for c in token))
+    return len(tokens) >= 8 and symbols >= MAX_SYMBOL_SHARE * len(tokens)
+
+
 def _looks_like_heading(text: str) -> bool:
     """A short line without closing punctuation: a title, not a statement."""
     return not ends_clause(text) and len(text.split()) <= 10
@@ -350,15 +386,66 @@ def _join(*parts: str) -> str:
 
 
 def unique_candidates(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Exact repeats (the same sentence in two passages) are kept once, from the better passage."""
+    """Exact repeats (the same sentence in two passages) are kept once, from the better passage.
+
+    A unit that is another unit with a heading glued in front ("Role names The Text Completions
+    API expects...", "PDF Upload & SummarizationLearn how to upload PDFs..."; web pages exported
+    as text repeat a tab's or a card's title before its text) is dropped for the clean one, which
+    keeps the title when it is a name (``Candidate.title``): a card is quoted as "PDF Upload &
+    Summarization: Learn how...", a tab's topic ("Role names") is left out.
+    """
+    texts = {c.text for c in candidates}
+    # Only a unit that ends like another can be that one with a heading in front: the clean unit
+    # has at least four words, so at least seven characters, and the two share their last six.
+    endings = Counter(text[-6:] for text in texts)
+    glued_of = {text: _glued_heading(text, texts) for text in texts if endings[text[-6:]] > 1}
+    titles: dict[str, str] = {}
+    for candidate in candidates:
+        glued = glued_of.get(candidate.text)
+        if glued is not None:
+            titles.setdefault(*glued)
     seen: set[str] = set()
     unique = []
     for candidate in candidates:
         key = normal_words(candidate.text)
-        if key not in seen:
+        if key not in seen and glued_of.get(candidate.text) is None:
             seen.add(key)
-            unique.append(candidate)
+            title = titles.get(candidate.text, "")
+            title = title if _names_something(title) else ""
+            unique.append(replace(candidate, title=title) if title and not candidate.title else candidate)
     return unique
+
+
+def _names_something(title: str) -> bool:
+    """Whether a heading is a name rather than a topic: a capital after its first letter.
+
+    "Claude Cookbooks", "GitHub prompting tutorial" and "PDF Upload & Summarization" name a card;
+    "Role names" is a topic and would only lead the sentence after it astray.
+    """
+    words = title.split()
+    return len(words) > 0 and (any(c.isupper() for c in words[0][1:]) or any(w[:1].isupper() for w in words[1:]))
+
+
+def _glued_heading(text: str, units: set[str]) -> tuple[str, str] | None:
+    """(the unit, the heading) when ``text`` is one of ``units`` after a heading glued in front of it.
+
+    The heading is short (at most ``MAX_GLUED_HEADING_WORDS`` words), has no clause punctuation
+    and does not end on a word that continues a sentence ("Note that ...").
+    """
+    for index in range(1, min(len(text), _GLUED_HEADING_REACH)):
+        if not text[index].isupper() or not (text[index - 1] == " " or text[index - 1].islower()):
+            continue
+        rest = text[index:]
+        if rest not in units or len(rest.split()) < 4:
+            continue
+        heading = text[:index].split()
+        if (
+            len(heading) <= MAX_GLUED_HEADING_WORDS
+            and not re.search(r"[.!?:;,]", text[:index])
+            and heading[-1].lower() not in _CONTINUING
+        ):
+            return rest, " ".join(heading)
+    return None
 
 
 def sentence_key(text: str) -> str:
