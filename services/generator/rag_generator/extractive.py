@@ -341,8 +341,15 @@ def _contains(a: str, b: str) -> bool:
     return len(b.split()) >= MIN_CONTAINED_WORDS and len(inner) < len(_letters(a)) and inner in _letters(a)
 
 
+@lru_cache(maxsize=4096)
 def _letters(text: str) -> str:
+    # Cached: each unit is compared with every chosen one, on both sides.
     return normal_words(text).replace(" ", "")
+
+
+def _same_fact(a: str, b: str) -> bool:
+    """Two units as read say the same: near duplicates, or one holds the other word for word."""
+    return _near_duplicate(a, b) or _contains(a, b) or _contains(b, a)
 
 
 def _add_unless_repeated(chosen: list[Candidate], unit: Candidate) -> list[Candidate]:
@@ -413,16 +420,7 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
             continue
         # Compared as read: a table row and a sentence that say the same price are one fact.
         read = _readable(candidate, asked)
-        same = next(
-            (
-                i
-                for i, c in enumerate(chosen)
-                if _near_duplicate(read, _readable(c, asked))
-                or _contains(read, _readable(c, asked))
-                or _contains(_readable(c, asked), read)
-            ),
-            None,
-        )
+        same = next((i for i, c in enumerate(chosen) if _same_fact(read, _readable(c, asked))), None)
         if same is not None:
             # The same sentence with more glued to it (a card's text run into the next card's) is
             # quoted as the shorter one, once.
