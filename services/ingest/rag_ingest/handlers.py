@@ -107,7 +107,7 @@ class Ingestor:
             # that died before dropping the replaced version left it beside this one: drop it now.
             await asyncio.to_thread(self.store.drop_other_versions, request.collection, request.document_id, version)
             state = indexed_outcome(stored.request_id, request)
-            await self.status.finish(request, state, stored.chunks)
+            await self.status.finish(request, state, stored.chunks, stored.hidden_text)
             await self.status.changed(request.collection)  # "any upload": its cached answers retire
             self.documents.labels(state).inc()
             log.info("document %s already indexed (%s): %s", request.document_id, request.source, state)
@@ -142,11 +142,13 @@ class Ingestor:
                 # its peak (docs/FAULTS.md, "Store memory after a hostile batch"). Only when no other
                 # document is being indexed, and without a full collection: both could delay in-progress beats.
                 await asyncio.to_thread(release_memory, collect=False)
-        written = await self.status.finish(request, "indexed", result.chunks)
+        written = await self.status.finish(request, "indexed", result.chunks, result.hidden_text)
         await self.status.changed(request.collection)  # after the chunks are in: no answer of the old index outlives it
         self.documents.labels("indexed").inc()
         self.chunks.inc(result.chunks)
         log.info("indexed %s: %d chunks%s", request.source, result.chunks, "" if written else " (superseded)")
+        if result.hidden_text:
+            log.info("left out of %s as hidden from a reader: %s", request.source, result.hidden_text)
         replaced = hash_of_stored_version(indexed.version)
         if replaced and replaced != request.content_hash:  # the replaced version's bytes
             await self._drop_object(object_name(request.collection, request.document_id, replaced))

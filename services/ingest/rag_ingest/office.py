@@ -11,7 +11,8 @@ unexpanded.
 Structure kept: Word headings make the heading path, lists stay "- item" / "1. item" lines, table
 rows become "Header: value; Header: value" blocks. A slide is one section titled by the slide's
 title with the slide number as its page; its speaker notes follow as a block marked
-"Speaker notes:".
+"Speaker notes:". Text a reader does not see (a hidden run, white or tiny text, a box off the
+slide) is left out and counted by reason (``rag_ingest.office_hidden``); speaker notes are content.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 import docx
 from docx.document import Document as WordDocument
@@ -36,6 +38,15 @@ from pptx.slide import Slide
 
 from rag_common.text.lines import table_row
 from rag_ingest.blocks import Block, ParseError
+from rag_ingest.hidden import RGB, HiddenText
+from rag_ingest.office_hidden import (
+    hide_shape,
+    off_slide,
+    page_background,
+    solid_fill,
+    visible_frame_paragraphs,
+    visible_paragraph_text,
+)
 
 # An OLE compound file: a password-protected Office file, or a legacy binary .doc/.ppt.
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -115,19 +126,21 @@ def _too_big(what: str, how: str, limit: int) -> str:
     )
 
 
-def parse_docx(data: bytes, limits: ArchiveLimits) -> list[Block]:
-    """A Word document's body in order: headings, paragraphs, lists and table rows."""
+def parse_docx(data: bytes, limits: ArchiveLimits, hidden: HiddenText | None = None) -> list[Block]:
+    """A Word document's body in order: headings, paragraphs, lists and table rows; the text a
+    reader does not see is left out and counted in ``hidden``."""
     check_archive(data, "Word", limits)
     try:
         document = docx.Document(io.BytesIO(data))
-        return list(_docx_blocks(document))
+        return list(_docx_blocks(document, hidden if hidden is not None else HiddenText()))
     except ParseError:
         raise
     except Exception as exc:  # a malformed part makes python-docx raise many unrelated exception types
         raise _read_error("Word", "cannot read Word document", exc) from exc
 
 
-def _docx_blocks(document: WordDocument) -> Iterator[Block]:
+def _docx_blocks(document: WordDocument, hidden: HiddenText) -> Iterator[Block]:
+    page = page_background(document.element)
     stack: list[tuple[int, str]] = []
     items: list[str] = []  # the list being read, as "- item" lines
     numbers: dict[int, int] = {}  # the next number of each numbered list level
@@ -144,9 +157,9 @@ def _docx_blocks(document: WordDocument) -> Iterator[Block]:
     for item in document.iter_inner_content():
         if isinstance(item, WordTable):
             yield from flush()
-            yield from _table_blocks(_word_rows(item), path(), None)
+            yield from _table_blocks(_word_rows(item, page, hidden), path(), None)
             continue
-        text = _clean(item.text)
+        text = _clean(visible_paragraph_text(item, page, hidden))
         if not text:
             continue
         level = _heading_level(item)
@@ -203,8 +216,11 @@ def _list_marker(paragraph: WordParagraph, numbers: dict[int, int]) -> str | Non
     return f"{indent}-"
 
 
-def _word_rows(table: WordTable) -> list[list[str]]:
-    return [[_clean(cell.text) for cell in row.cells] for row in table.rows]
+def _word_rows(table: WordTable, page: RGB | None, hidden: HiddenText) -> list[list[str]]:
+    return [
+        [_clean("\n".join(visible_paragraph_text(p, page, hidden) for p in cell.paragraphs)) for cell in row.cells]
+        for row in table.rows
+    ]
 
 
 def _table_blocks(rows: list[list[str]], path: tuple[str, ...], page: int | None) -> Iterator[Block]:
@@ -227,24 +243,40 @@ def _clean(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\v", " ")).strip()
 
 
-def parse_pptx(data: bytes, limits: ArchiveLimits) -> list[Block]:
-    """One section per slide, titled by the slide's title, its number as the page; notes marked."""
+def parse_pptx(data: bytes, limits: ArchiveLimits, hidden: HiddenText | None = None) -> list[Block]:
+    """One section per slide, titled by the slide's title, its number as the page; notes marked;
+    the text a reader does not see is left out and counted in ``hidden``."""
     check_archive(data, "PowerPoint", limits)
     try:
         presentation = Presentation(io.BytesIO(data))
-        return [block for number, slide in enumerate(presentation.slides, start=1) for block in _slide(slide, number)]
+        seen = _Slides(
+            presentation.slide_width, presentation.slide_height, hidden if hidden is not None else HiddenText()
+        )
+        return [
+            block for number, slide in enumerate(presentation.slides, start=1) for block in _slide(slide, number, seen)
+        ]
     except ParseError:
         raise
     except Exception as exc:  # a malformed part makes python-pptx raise many unrelated exception types
         raise _read_error("PowerPoint", "cannot read PowerPoint presentation", exc) from exc
 
 
-def _slide(slide: Slide, number: int) -> list[Block]:
+@dataclass(frozen=True, slots=True)
+class _Slides:
+    """What deciding a slide's hidden text needs: the slide's size, and where to count what is left out."""
+
+    width: int | None
+    height: int | None
+    hidden: HiddenText
+
+
+def _slide(slide: Slide, number: int, seen: _Slides) -> list[Block]:
     title_shape = slide.shapes.title
     title = _clean(title_shape.text_frame.text) if title_shape is not None else ""
     path = (title or f"Slide {number}",)
     skip = title_shape.shape_id if title_shape is not None else None
-    blocks = list(_shape_blocks(slide.shapes, path, number, skip))
+    ground = None if slide.follow_master_background else solid_fill(slide.background.fill)
+    blocks = list(_shape_blocks(slide.shapes, path, number, skip, seen, ground))
     if slide.has_notes_slide:
         frame = slide.notes_slide.notes_text_frame
         notes = "\n".join(text for text in (_clean(p.text) for p in frame.paragraphs) if text) if frame else ""
@@ -255,20 +287,57 @@ def _slide(slide: Slide, number: int) -> list[Block]:
     return blocks
 
 
-def _shape_blocks(shapes: Iterable[BaseShape], path: tuple[str, ...], page: int, skip: int | None) -> Iterator[Block]:
-    """Text boxes, placeholders, tables and groups in the slide's order; pictures and charts skipped."""
+def _shape_blocks(
+    shapes: Iterable[BaseShape],
+    path: tuple[str, ...],
+    page: int,
+    skip: int | None,
+    seen: _Slides,
+    ground: RGB | None,
+    nested: bool = False,
+) -> Iterator[Block]:
+    """Text boxes, placeholders, tables and groups in the slide's order; pictures and charts skipped.
+
+    A shape wholly off the slide is left out (a group's members are placed in the group's own
+    coordinates, so only the group itself is checked)."""
     for shape in shapes:
         if shape.shape_id == skip:  # the title, already the section's name
             continue
+        if not nested and off_slide(shape, seen.width, seen.height):
+            hide_shape(seen.hidden, _shape_text(shape))
+            continue
         if isinstance(shape, GroupShape):
-            yield from _shape_blocks(shape.shapes, path, page, skip)
+            yield from _shape_blocks(shape.shapes, path, page, skip, seen, ground, nested=True)
         elif isinstance(shape, GraphicFrame) and shape.has_table:
-            rows = [[_clean(cell.text) for cell in row.cells] for row in shape.table.rows]
+            rows = [
+                [
+                    _clean(
+                        " ".join(
+                            t for _, t in visible_frame_paragraphs(cell.text_frame, _ground(cell, ground), seen.hidden)
+                        )
+                    )
+                    for cell in row.cells
+                ]
+                for row in shape.table.rows
+            ]
             yield from _table_blocks(rows, path, page)
         elif isinstance(shape, Shape) and shape.has_text_frame:
-            paragraphs = [(p.level, _clean(p.text)) for p in shape.text_frame.paragraphs]
-            lines = [(level, text) for level, text in paragraphs if text]
+            paragraphs = visible_frame_paragraphs(shape.text_frame, _ground(shape, ground), seen.hidden)
+            lines = [(level, _clean(text)) for level, text in paragraphs if _clean(text)]
             if len(lines) == 1:
                 yield Block(lines[0][1], path, page, "text")
             elif lines:  # several paragraphs in one box are a slide's bullet list
                 yield Block("\n".join(f"{'  ' * level}- {text}" for level, text in lines), path, page, "text")
+
+
+def _ground(filled: Any, slide_ground: RGB | None) -> RGB | None:
+    """A shape's or a cell's own solid fill, else the slide's background."""
+    return solid_fill(filled.fill) or slide_ground
+
+
+def _shape_text(shape: BaseShape) -> str:
+    if isinstance(shape, GroupShape):
+        return " ".join(_shape_text(member) for member in shape.shapes)
+    if isinstance(shape, GraphicFrame) and shape.has_table:
+        return " ".join(cell.text for row in shape.table.rows for cell in row.cells)
+    return shape.text_frame.text if isinstance(shape, Shape) and shape.has_text_frame else ""

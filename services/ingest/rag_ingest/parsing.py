@@ -24,13 +24,15 @@ from rag_common.text.lines import (
     closes_fence,
     table_row,
 )
-from rag_common.text.markdown import Section
+from rag_common.text.markdown import Section, strip_front_matter
 from rag_common.text.markdown import sections as markdown_sections
 from rag_common.wire.formats import SUPPORTED_EXTENSIONS
 from rag_ingest.blocks import Block as Block
 from rag_ingest.blocks import BlockKind as BlockKind
 from rag_ingest.blocks import ParseError as ParseError
+from rag_ingest.hidden import FRONT_MATTER, HiddenText
 from rag_ingest.office import ArchiveLimits, parse_docx, parse_pptx
+from rag_ingest.pdf_hidden import visible_page_text
 from rag_ingest.web import html_to_markdown
 
 
@@ -69,6 +71,7 @@ def parse_document(
     pdf_headings: bool = False,
     code_comment_headings: bool = True,
     archive_limits: ArchiveLimits | None = None,
+    hidden: HiddenText | None = None,
 ) -> list[Block]:
     """Parse a file into blocks in document order.
 
@@ -79,22 +82,28 @@ def parse_document(
     documents``) that would otherwise relabel the rest of a section; a document's title is its first
     level-1 heading.
     ``archive_limits``: what a Word or PowerPoint archive may unpack to (see ``rag_ingest.office``).
+    ``hidden``: counts, by reason, the text left out because a reader of the file does not see it
+    (``rag_ingest.hidden``): the document's status shows them.
 
     Raises UnsupportedFileType for an unknown extension and ParseError when the bytes cannot
     be read as that format or hold no text, so the caller can report the reason to the user.
     """
     fmt = document_format(filename)
     limits = archive_limits or ArchiveLimits()
+    hidden = hidden if hidden is not None else HiddenText()
     if fmt == "pdf":
-        blocks = _parse_pdf(data, headings=pdf_headings)
+        blocks = _parse_pdf(data, headings=pdf_headings, hidden=hidden)
     elif fmt == "docx":
-        blocks = parse_docx(data, limits)
+        blocks = parse_docx(data, limits, hidden)
     elif fmt == "pptx":
-        blocks = parse_pptx(data, limits)
+        blocks = parse_pptx(data, limits, hidden)
     elif fmt == "html":
-        blocks = [b for section in markdown_sections(html_to_markdown(data)) for b in _section_blocks(section)]
+        markdown = html_to_markdown(data, hidden)
+        blocks = [b for section in markdown_sections(markdown) for b in _section_blocks(section)]
     else:
         text = _decode_text(data)
+        if fmt == "markdown" and strip_front_matter(text) != text:
+            hidden[FRONT_MATTER] += 1
         sections = (
             markdown_sections(text, late_titles=code_comment_headings) if fmt == "markdown" else _text_sections(text)
         )
@@ -329,7 +338,7 @@ def _table_cells(line: str) -> list[str]:
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", row)]
 
 
-def _parse_pdf(data: bytes, *, headings: bool = False) -> list[Block]:
+def _parse_pdf(data: bytes, *, headings: bool = False, hidden: HiddenText | None = None) -> list[Block]:
     """Blocks per page (a chunk never spans two pages), running headers and footers removed.
 
     Without ``headings`` a short first line without a final period heads its page; with it, every
@@ -340,7 +349,8 @@ def _parse_pdf(data: bytes, *, headings: bool = False) -> list[Block]:
     try:
         reader = PdfReader(io.BytesIO(data))
         locked = reader.is_encrypted and not reader.decrypt("")
-        pages = [] if locked else [page.extract_text() or "" for page in reader.pages]
+        seen = hidden if hidden is not None else HiddenText()
+        pages = [] if locked else [visible_page_text(page, seen) for page in reader.pages]
     except Exception as exc:  # corrupt input makes pypdf raise many unrelated exception types
         raise ParseError(f"cannot read PDF: {type(exc).__name__}: {exc}") from exc
     if locked:

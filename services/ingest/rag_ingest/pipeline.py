@@ -6,7 +6,7 @@ import hashlib
 import logging
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -18,6 +18,7 @@ from rag_common.store.vectors import ChunkRecord, Store
 from rag_common.text.injection import find_instruction_spans
 from rag_common.wire.messages import ChunkPayload, IngestRequested
 from rag_ingest.chunking import Chunk, chunk_blocks
+from rag_ingest.hidden import HiddenText, describe
 from rag_ingest.office import ArchiveLimits
 from rag_ingest.parsing import parse_document
 from rag_ingest.sentences import embed_chunks
@@ -42,6 +43,7 @@ class TooManyChunks(Exception):
 @dataclass(frozen=True, slots=True)
 class IndexResult:
     chunks: int
+    hidden_text: dict[str, int] = field(default_factory=dict)  # what the parser left out, per reason
 
 
 _NO_TRACING = trace.NoOpTracer()
@@ -57,7 +59,9 @@ def make_chunks(
     embedder: Embedder,
     settings: IngestSettings,
     tracer: trace.Tracer = _NO_TRACING,
+    hidden: HiddenText | None = None,
 ) -> list[Chunk]:
+    """The document's chunks; ``hidden`` counts the text left out as hidden from a reader."""
     with tracer.start_as_current_span("ingest.parse") as span:
         blocks = parse_document(
             request.source,
@@ -65,6 +69,7 @@ def make_chunks(
             pdf_headings=settings.pdf_headings,
             code_comment_headings=settings.code_comment_headings,
             archive_limits=ArchiveLimits(settings.archive_max_bytes, settings.archive_max_members),
+            hidden=hidden,
         )
         span.set_attribute("rag.blocks", len(blocks))
     with tracer.start_as_current_span("ingest.chunk") as span:
@@ -161,8 +166,9 @@ def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettin
 
 
 # Bump when parsing or chunking rules change, or the injection rules that mark chunks at ingest,
-# so stored documents are indexed again (3: lookalikes, other languages, cells, split instructions).
-INDEX_FORMAT = 3
+# so stored documents are indexed again (3: lookalikes, other languages, cells, split instructions;
+# 4: text hidden from a reader left out by the parsers).
+INDEX_FORMAT = 4
 
 
 def index_version(content_hash: str, settings: IngestSettings) -> str:
@@ -200,7 +206,9 @@ def index_document(
     With ``second`` (``RAG_SECOND_DENSE``) every chunk gets the second dense model's vector too,
     unless its collection was created without room for it (then it is logged once and skipped).
     """
-    chunks = make_chunks(request, data, embedder, settings, tracer)
+    hidden = HiddenText()
+    chunks = make_chunks(request, data, embedder, settings, tracer, hidden)
+    hidden_text = describe(hidden)
     if len(chunks) > settings.max_chunks_per_document:
         raise TooManyChunks(
             f"{request.source} makes {len(chunks)} chunks, more than RAG_INGEST_MAX_CHUNKS_PER_DOCUMENT="
@@ -230,7 +238,7 @@ def index_document(
             chunk_index=c.chunk_index,
             dense=d,
             sparse=s,
-            payload=p.model_copy(update={"chunks_total": len(chunks), **x}).stored(),
+            payload=p.model_copy(update={"chunks_total": len(chunks), "hidden_text": hidden_text, **x}).stored(),
             second_dense=d2,
         )
         for c, p, d, s, x, d2 in zip(chunks, payloads, dense, sparse, sentences, seconds, strict=True)
@@ -241,7 +249,7 @@ def index_document(
         store.replace_document(
             request.collection, request.document_id, index_version(request.content_hash, settings), records
         )
-    return IndexResult(chunks=len(records))
+    return IndexResult(chunks=len(records), hidden_text=hidden_text)
 
 
 def has_room_for_second(store: Store, collection: str) -> bool:

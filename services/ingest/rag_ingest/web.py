@@ -14,16 +14,23 @@ import logging
 import trafilatura
 
 from rag_ingest.blocks import ParseError
+from rag_ingest.hidden import HiddenText
+from rag_ingest.hidden_html import strip_hidden
 
 # trafilatura logs every page it finds too short or empty at WARNING; the status says it once.
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
 
 
-def html_to_markdown(data: bytes) -> str:
-    """The page's main text as Markdown; ParseError when the page has none."""
+def html_to_markdown(data: bytes, hidden: HiddenText | None = None) -> str:
+    """The page's main text as Markdown; ParseError when the page has none.
+
+    Text the page's styles hide from a reader is left out first and counted in ``hidden``
+    (``rag_ingest.hidden_html``).
+    """
+    visible = strip_hidden(data, hidden if hidden is not None else HiddenText())
     try:
         text = trafilatura.extract(
-            data,
+            visible,
             output_format="markdown",
             include_formatting=True,
             include_tables=True,

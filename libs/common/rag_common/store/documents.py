@@ -227,10 +227,24 @@ class StatusStore:
         )
 
     async def finish(
-        self, request: IngestRequested, state: Literal["indexed", "unchanged"], chunks: int
+        self,
+        request: IngestRequested,
+        state: Literal["indexed", "unchanged"],
+        chunks: int,
+        hidden_text: dict[str, int] | None = None,
     ) -> DocumentStatus | None:
-        """Record that the index holds the version; None when a newer upload replaced it meanwhile."""
-        return await self.transition(request.document_id, _is_current(request), status=state, chunks=chunks, error=None)
+        """Record that the index holds the version, and what its parser left out as hidden text.
+
+        None when a newer upload replaced it meanwhile.
+        """
+        return await self.transition(
+            request.document_id,
+            _is_current(request),
+            status=state,
+            chunks=chunks,
+            error=None,
+            hidden_text=dict(hidden_text or {}),
+        )
 
     async def fail(self, document_id: str, version_hash: str | None, error: str) -> DocumentStatus | None:
         """Mark a version failed; a superseded version's failure does not mark the newer one, nor a delete under way.

@@ -63,6 +63,7 @@ from rag_common.store.vectors import (
     point_id,
     qdrant_collection,
     query_array,
+    version_of,
     worth_compacting,
 )
 
@@ -221,14 +222,13 @@ class EdgeStore:
             if shard is None:
                 return VersionState(0, None, None)
             points, _ = shard.scroll(
-                ScrollRequest(limit=1, filter=selector, with_payload=["request_id", "chunks_total"])
+                ScrollRequest(limit=1, filter=selector, with_payload=["request_id", "chunks_total", "hidden_text"])
             )
             if not points or not points[0].payload:
                 return VersionState(0, None, None)
             payload = points[0].payload
             count = shard.count(CountRequest(exact=True, filter=selector))
-        total = payload.get("chunks_total")
-        return VersionState(count, int(total) if isinstance(total, int) else None, payload.get("request_id"))
+        return version_of(count, payload)
 
     def drop_other_versions(self, collection: str, document_id: str, version: str) -> None:
         """Delete every chunk of a document that is not of ``version``."""

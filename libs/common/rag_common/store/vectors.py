@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -120,18 +120,31 @@ class IndexedDocument:
 class VersionState:
     """One version of a document in the index, as ingest decides whether it is whole.
 
-    Chunks found, chunks it was written with (None when its chunks do not say), and the upload
-    whose message wrote it.
+    Chunks found, chunks it was written with (None when its chunks do not say), the upload
+    whose message wrote it, and the text its parser left out as hidden from a reader, per reason.
     """
 
     chunks: int
     expected: int | None
     request_id: str | None
+    hidden_text: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
         """Whether every chunk the version was written with is there (a write cut short is not)."""
         return self.chunks > 0 and self.chunks == self.expected
+
+
+def version_of(count: int, payload: dict[str, Any]) -> VersionState:
+    """A version's state from its chunk count and one of its chunks' payloads."""
+    total = payload.get("chunks_total")
+    hidden = payload.get("hidden_text")
+    return VersionState(
+        count,
+        int(total) if isinstance(total, int) else None,
+        payload.get("request_id"),
+        {str(k): int(v) for k, v in hidden.items()} if isinstance(hidden, dict) else {},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,14 +371,13 @@ class VectorStore:
             if not self.client.collection_exists(name):
                 return VersionState(0, None, None)
             points, _ = self.client.scroll(
-                name, scroll_filter=selector, limit=1, with_payload=["request_id", "chunks_total"]
+                name, scroll_filter=selector, limit=1, with_payload=["request_id", "chunks_total", "hidden_text"]
             )
             if not points or not points[0].payload:
                 return VersionState(0, None, None)
             payload = points[0].payload
             count = self.client.count(name, count_filter=selector, exact=True).count
-        total = payload.get("chunks_total")
-        return VersionState(count, int(total) if isinstance(total, int) else None, payload.get("request_id"))
+        return version_of(count, payload)
 
     def drop_other_versions(self, collection: str, document_id: str, version: str) -> None:
         """Delete every chunk of a document that is not of ``version``."""

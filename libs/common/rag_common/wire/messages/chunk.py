@@ -38,6 +38,9 @@ class ChunkPayload(BaseModel):
     injection_spans: list[tuple[int, int]] = Field(default_factory=list)
     injection_kinds: list[str] = Field(default_factory=list)
     boilerplate: bool = False
+    # Text of the document its parser left out because a reader does not see it (white, tiny, hidden,
+    # off-screen), per reason; the same on every chunk of a version, so "unchanged" can report it.
+    hidden_text: dict[str, int] = Field(default_factory=dict)
     sentence_keys: list[str] = Field(default_factory=list)
     sentence_vectors: str = ""
     request_id: str = ""  # which upload indexed this version (status repair)

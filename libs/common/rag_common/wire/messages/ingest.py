@@ -52,6 +52,11 @@ class DocumentStatus(BaseModel):
     error: str | None = None
     request_id: str = ""
     metadata: dict[str, str] = Field(default_factory=dict)
+    hidden_text: dict[str, int] = Field(
+        default_factory=dict,
+        description="text left out of the index because a reader of the file does not see it (white or tiny "
+        "text, hidden runs or elements, boxes off the slide or screen, invisible PDF text), counted per reason",
+    )
     updated_at: float = Field(default_factory=time.time)
 
 
