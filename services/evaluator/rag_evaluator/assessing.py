@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, Validation
-from rag_evaluator.question_checks import validate
+from rag_evaluator.question_checks import validate, withheld
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
@@ -63,7 +63,7 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     questions = [item.question for item in items if item.question is not None and item.question.validation.valid]
     state.questions = questions
     state.dropped = [
-        item.question if item.question is not None else item.rejected[-1]
+        _shown(item.question if item.question is not None else item.rejected[-1])
         for item in items
         if (item.question is None and item.rejected)
         or (item.question is not None and not item.question.validation.valid)
@@ -85,6 +85,11 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     state.units_met = units
     seconds = [item.seconds for item in items]
     state.seconds_per_question = round(sum(seconds) / len(seconds), 4) if seconds else 0.0
+
+
+def _shown(question: Question) -> Question:
+    """A dropped question as the paper's reader sees it: one that repeated planted text is withheld."""
+    return question if question.validation.checks.get("no_marked_text", True) else withheld(question)
 
 
 __all__ = ["Embed", "Validation", "check_items", "failed", "finish", "regenerate"]

@@ -6,7 +6,9 @@
   answerable without options (it names none, has no blank, and asks something);
 - ``bloom_verb``: the stem opens with a verb of its Bloom level (``BLOOM_VERBS``);
 - ``not_duplicate``: its stem's embedding is within ``NEAR_DUPLICATE_COSINE`` of no earlier accepted
-  question's, and it does not rest on a sentence an earlier question rests on.
+  question's, and it does not rest on a sentence an earlier question rests on;
+- ``no_marked_text``: no stem, option, answer or quote repeats text that ingest marked in a passage
+  as planted instructions (such a question is dropped after its second try, its text withheld).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag_common.text.injection import strip_spans
 from rag_common.text.quotable import candidate_sentences
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
@@ -119,6 +122,54 @@ def duplicate_of(
     return None
 
 
+# A question repeats a marked span when it shares this many words in a row with it (or the whole
+# span, when shorter): enough to carry an instruction, more than a plan's name or a price.
+MARKED_RUN_WORDS = 5
+WITHHELD = "[withheld: it repeated text planted in the source as instructions]"
+
+
+def marked_text(question: Question, passages: Sequence[Passage]) -> Passage | None:
+    """The passage whose marked (planted) text the question repeats, if any.
+
+    A stem, answer or quote repeats a span when it shares ``MARKED_RUN_WORDS`` words in a row with
+    it; an option (a term) when its words stand in the span and nowhere else in the passage.
+    """
+    texts = [question.stem, question.answer, *(c.quote for c in question.citations)]
+    for passage in passages:
+        if not passage.injection_spans:
+            continue
+        elsewhere = f" {normal_words(strip_spans(passage.text, passage.injection_spans))} "
+        for start, end in passage.injection_spans:
+            span = normal_words(passage.text[start:end]).split()
+            run = min(MARKED_RUN_WORDS, len(span))
+            if run and any(_shares_run(normal_words(text).split(), span, run) for text in texts):
+                return passage
+            spoken = f" {' '.join(span)} "
+            for option in question.options:
+                words = normal_words(option)
+                if words and f" {words} " in spoken and f" {words} " not in elsewhere:
+                    return passage
+    return None
+
+
+def _shares_run(words: list[str], span: list[str], run: int) -> bool:
+    grams = {tuple(span[i : i + run]) for i in range(len(span) - run + 1)}
+    return any(tuple(words[i : i + run]) in grams for i in range(len(words) - run + 1))
+
+
+def withheld(question: Question) -> Question:
+    """A question that repeated planted text, as a reader may see it in the dropped list: its
+    stem, options, answer and quotes replaced by a notice; where it came from and why it failed kept."""
+    return question.model_copy(
+        update={
+            "stem": WITHHELD,
+            "options": [WITHHELD for _ in question.options],
+            "answer": WITHHELD,
+            "citations": [c.model_copy(update={"quote": WITHHELD}) for c in question.citations],
+        }
+    )
+
+
 def validate(
     question: Question,
     passages: Sequence[Passage],
@@ -148,4 +199,9 @@ def validate(
     checks["not_duplicate"] = duplicate is None
     if duplicate:
         reasons.append(duplicate)
+    planted = marked_text(question, passages)
+    checks["no_marked_text"] = planted is None
+    if planted is not None:
+        where = f"{planted.source} ({planted.section})" if planted.section else planted.source
+        reasons.append(f"it repeats text that ingest marked as planted instructions in {where}")
     return Validation(valid=all(checks.values()), checks=checks, reasons=reasons)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.text.quotable import candidate_sentences
+from rag_common.text.quotable import Candidate, candidate_sentences
 from rag_common.text.sentences import split_sentences
 from rag_common.text.words import STOP_WORDS, normal_words
 from rag_common.wire.messages import Passage
@@ -123,13 +123,28 @@ def term_pool(passages: Sequence[Passage]) -> dict[str, list[str]]:
     """Every term of the foils by type, each once (first spelling kept)."""
     pool: dict[str, list[str]] = {}
     seen: set[tuple[str, str]] = set()
-    for candidate in candidate_sentences(passages):
+    for candidate in unmarked_candidates(passages):
         for term in terms_of(candidate.text):
             key = (term.type, normal_words(term.text))
             if key not in seen:
                 seen.add(key)
                 pool.setdefault(term.type, []).append(term.text)
     return pool
+
+
+def unmarked_candidates(passages: Sequence[Passage]) -> list[Candidate]:
+    """The passages' quotable units, less any touching text that ingest marked as planted
+    instructions: no stem, key, distractor or model answer is built from such text.
+
+    Each passage is read alone, so foils numbered like an item's passages never lend it their marks.
+    """
+    return [
+        candidate
+        for passage in passages
+        for candidate in candidate_sentences(
+            [passage], excluded={passage.n: passage.injection_spans} if passage.injection_spans else None
+        )
+    ]
 
 
 def contained(term: str, passages: Sequence[Passage]) -> bool:
@@ -165,7 +180,7 @@ def _sentences(passages: Sequence[Passage], rows: bool = False) -> list[tuple[st
     a short or long answer can quote when a passage has no sentence)."""
     by_n = {p.n: p for p in passages}
     out, extra = [], []
-    for c in candidate_sentences(passages):
+    for c in unmarked_candidates(passages):
         words = len(c.text.split())
         if c.kind == "row" or not MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS or c.text.endswith(":"):
             if rows and words >= 3:
