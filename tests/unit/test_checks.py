@@ -369,7 +369,7 @@ def test_a_passage_with_planted_text_raises_injection_suspected_without_repeatin
     assert result.flags[Flag.INJECTION_SUSPECTED]
     assert result.flagged
     details = detail(result, Flag.INJECTION_SUSPECTED)
-    assert details["passages"] == [{"n": 1, "source": "pricing.md", "section": "Plans", "page": 2}]
+    assert details["passages"] == [{"n": 1, "source": "pricing.md", "section": "Plans", "page": 2, "withheld": 1}]
     assert "$99" not in json.dumps(result.details)
 
 
@@ -379,7 +379,7 @@ def test_a_retrieved_planted_passage_counts_even_when_the_answer_does_not_quote_
     quoted = evaluate("Employees get 25 days of paid leave per year [1].", [HANDBOOK, planted], refused=False)
     assert quoted.flags[Flag.INJECTION_SUSPECTED]  # retrieved, not cited: the README's rule
     assert detail(quoted, Flag.INJECTION_SUSPECTED)["passages"] == [
-        {"n": 2, "source": "forum.md", "section": "", "page": None}
+        {"n": 2, "source": "forum.md", "section": "", "page": None, "withheld": 1}
     ]
     refused = evaluate("I don't have that in the documents.", [planted], refused=True)
     assert refused.flags[Flag.INJECTION_SUSPECTED]

@@ -269,7 +269,7 @@
       } else if (name === "refused") {
         notices.push([name, "The documents do not answer this."]);
       } else if (name === "injection_suspected") {
-        notices.push([name, "A source holds text that tries to instruct the assistant: read this answer with care."]);
+        notices.push([name, "A source holds text that tries to instruct the assistant (marked among the sources, that text withheld): read this answer with care."]);
       } else {
         const words = name.replace(/[_-]+/g, " ").trim();
         notices.push([name, `Check raised: ${words}.`]);
@@ -352,7 +352,10 @@
       const list = el("ol", { class: "citations" });
       for (const c of order) {
         const n = shown.get(c.n);
-        const button = el("button", { type: "button", class: "citation", "data-n": String(n), text: `[${n}] ${where(c)}` });
+        // A passage with planted instructions: listed so the injection notice points at it, its planted text withheld.
+        const label = c.withheld ? ` (planted instructions withheld)` : "";
+        const attrs = { type: "button", class: c.withheld ? "citation withheld" : "citation", "data-n": String(n), text: `[${n}] ${where(c)}${label}` };
+        const button = el("button", attrs);
         button.addEventListener("click", () => open(c));
         list.append(el("li", {}, button));
       }

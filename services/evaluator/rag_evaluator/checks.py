@@ -209,7 +209,10 @@ def evaluate(
         flags[Flag.INJECTION_SUSPECTED] = True
         details[Flag.INJECTION_SUSPECTED] = {
             "suspicions": list(suspicions),
-            "passages": [{"n": p.n, "source": p.source, "section": p.section, "page": p.page} for p in planted],
+            "passages": [
+                {"n": p.n, "source": p.source, "section": p.section, "page": p.page, "withheld": len(p.injection_spans)}
+                for p in planted
+            ],
         }
 
     if not refused:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, AliasGenerator, AliasPath, BaseModel, ConfigDict, Field
 
+from rag_common.text.withheld import withhold_spans
 from rag_common.wire.messages import (
     AuditEvent,
     DocumentState,
@@ -55,8 +56,11 @@ class Answer(BaseModel):
     request_id: str
     answer: str = Field(description="the answer text; citations appear as [n]")
     model: str = Field(description='the model that wrote it: a LiteLLM model, "extractive" or "none"')
-    citations: list[Passage] = Field(description="the passages the answer cites, by their n")
-    passages: list[Passage] = Field(description="every passage the generator was given")
+    citations: list[Passage] = Field(
+        description="the passages the answer cites, by their n, then each passage holding planted instructions "
+        "that raised injection_suspected (withheld: true, the planted text replaced by a notice)"
+    )
+    passages: list[Passage] = Field(description="every passage the generator was given (planted text withheld)")
     route: Route
     flags: dict[str, bool] = Field(description="refused, citation_invalid, conflicting_sources, ...")
     flag_details: dict[str, Any] = Field(default_factory=dict, description="why a flag was raised")
@@ -78,9 +82,24 @@ class Answer(BaseModel):
         """The body of a final answer.
 
         Its parts read by attribute (``citations`` is the message's own property), passages and
-        route as they are.
+        route as they are; then the planted text ingest marked in any passage is withheld, and the
+        planted passages the answer does not cite join its sources, so the injection notice points
+        at something the reader can see.
         """
-        return cls.model_validate(answered, from_attributes=True)
+        answer = cls.model_validate(answered, from_attributes=True)
+        cited = {p.n for p in answer.citations}
+        planted = [p for p in answer.passages if p.injection_spans and p.n not in cited]
+        answer.citations = [withheld(p) for p in [*answer.citations, *planted]]
+        answer.passages = [withheld(p) for p in answer.passages]
+        return answer
+
+
+def withheld(passage: Passage) -> Passage:
+    """The passage as a reader sees it: each planted range replaced by a notice, marked ``withheld``."""
+    if not passage.injection_spans:
+        return passage
+    text, notices = withhold_spans(passage.text, passage.injection_spans)
+    return passage.model_copy(update={"text": text, "injection_spans": notices, "withheld": True})
 
 
 class ErrorDetail(BaseModel):  # noqa: D101 (a docstring would change its published schema description)

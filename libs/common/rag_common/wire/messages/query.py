@@ -43,6 +43,11 @@ class Passage(BaseModel):
     kind: ChunkKind = "text"
     # Character ranges of instruction-like text planted in the chunk (marked at ingest): never quoted.
     injection_spans: list[tuple[int, int]] = Field(default_factory=list)
+    withheld: bool = Field(
+        False,
+        description="the passage holds text planted to instruct the assistant: in an answer's body each such "
+        "range of text is replaced by a notice ([withheld: ...]), and injection_spans give the notices' ranges",
+    )
 
     @classmethod
     def from_chunk(cls, n: int, chunk: ChunkPayload, *, score: float, similarity: float) -> Passage:
