@@ -4,10 +4,13 @@ instructions planted in an uploaded document are marked."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
 from rag_common.config.texts import DEFAULT_BLOCKED
+from rag_common.text.withheld import WITHHELD
 from tests.support.hostile_corpus import PLANTED_FORMS
 from tests.support.http import ask, parse_sse, upload_and_wait
 from tests.support.system import System
@@ -125,8 +128,13 @@ async def test_planted_instruction_in_an_upload_is_marked_in_the_passage(client:
     [passage] = marked
     assert passage["source"] == "zephyr-pricing.md"
     assert passage["section"] == "Starter plan price"
+    # What a reader sees: the passage listed among the sources, marked, its planted sentence withheld.
     [[start, end]] = passage["injection_spans"]
-    assert passage["text"][start:end] == PLANTED_SENTENCE
+    assert passage["withheld"] is True
+    assert passage["text"][start:end] == WITHHELD
+    assert passage["text"].startswith("The Zephyr Starter plan costs $9 per month for up to five users.")
+    assert "$99" not in json.dumps(body)
+    assert [c["section"] for c in body["citations"] if c["withheld"]] == ["Starter plan price"]
     unmarked = [p for p in body["passages"] if p["section"] != "Starter plan price"]
     assert all(p["injection_spans"] == [] for p in unmarked)
     assert body["flags"]["injection_suspected"] is True
