@@ -54,6 +54,12 @@ class _Inherited:
 
 
 @dataclass(frozen=True, slots=True)
+class _Page:
+    rules: list[_Rule]
+    keep_collapsed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _Rule:
     tag: str | None
     classes: frozenset[str]
@@ -61,8 +67,10 @@ class _Rule:
     declarations: dict[str, str]
 
 
-def strip_hidden(data: bytes, hidden: HiddenText) -> bytes:
+def strip_hidden(data: bytes, hidden: HiddenText, *, keep_collapsed: bool = False) -> bytes:
     """The page with hidden elements and hidden text removed, each counted in ``hidden`` by reason.
+
+    ``keep_collapsed``: a closed ``<details>`` is read like an open one.
 
     A page lxml cannot read is returned as it is: trafilatura then reports what is wrong with it.
     """
@@ -75,7 +83,7 @@ def strip_hidden(data: bytes, hidden: HiddenText) -> bytes:
         return data
     rules = _style_rules(root)
     before = sum(hidden.values())
-    _walk(root, _Inherited(), rules, hidden)
+    _walk(root, _Inherited(), _Page(rules, keep_collapsed), hidden)
     if sum(hidden.values()) == before:
         return data  # nothing hidden: trafilatura reads the bytes exactly as uploaded
     return bytes(lxml_html.tostring(root, encoding="utf-8"))
@@ -129,12 +137,12 @@ def _style_of(element: lxml_html.HtmlElement, rules: list[_Rule]) -> dict[str, s
     return style
 
 
-def _walk(element: lxml_html.HtmlElement, inherited: _Inherited, rules: list[_Rule], hidden: HiddenText) -> None:
+def _walk(element: lxml_html.HtmlElement, inherited: _Inherited, page: _Page, hidden: HiddenText) -> None:
     for child in list(element):
         if not isinstance(child.tag, str):  # a comment or processing instruction: trafilatura drops them
             continue
-        style = _style_of(child, rules)
-        reason = _hidden_box(child, style)
+        style = _style_of(child, page.rules)
+        reason = _hidden_box(child, style, page.keep_collapsed)
         if reason is not None:
             if child.text_content().strip():
                 hidden[reason] += 1
@@ -148,18 +156,20 @@ def _walk(element: lxml_html.HtmlElement, inherited: _Inherited, rules: list[_Ru
             child.text = None
             for grandchild in child:
                 grandchild.tail = None
-        _walk(child, state, rules, hidden)
+        _walk(child, state, page, hidden)
 
 
 def _own_text(element: lxml_html.HtmlElement) -> str:
     return (element.text or "") + "".join(c.tail or "" for c in element)
 
 
-def _hidden_box(element: lxml_html.HtmlElement, style: dict[str, str]) -> str | None:
+def _hidden_box(element: lxml_html.HtmlElement, style: dict[str, str], keep_collapsed: bool) -> str | None:
     tag = element.tag.lower()
     if tag == "noscript":
         return NOSCRIPT
-    if tag == "details" and element.get("open") is None:  # only its summary shows until a reader opens it
+    if (
+        tag == "details" and element.get("open") is None and not keep_collapsed
+    ):  # only its summary shows until a reader opens it
         return COLLAPSED
     if element.get("hidden") is not None or style.get("display") == "none":
         return NOT_DISPLAYED

@@ -72,6 +72,7 @@ def parse_document(
     code_comment_headings: bool = True,
     archive_limits: ArchiveLimits | None = None,
     hidden: HiddenText | None = None,
+    keep_collapsed: bool = False,
 ) -> list[Block]:
     """Parse a file into blocks in document order.
 
@@ -83,7 +84,8 @@ def parse_document(
     level-1 heading.
     ``archive_limits``: what a Word or PowerPoint archive may unpack to (see ``rag_ingest.office``).
     ``hidden``: counts, by reason, the text left out because a reader of the file does not see it
-    (``rag_ingest.hidden``): the document's status shows them.
+    (``rag_ingest.hidden``): the document's status shows them. ``keep_collapsed``: read the body of
+    a closed HTML ``<details>`` instead of leaving it out.
 
     Raises UnsupportedFileType for an unknown extension and ParseError when the bytes cannot
     be read as that format or hold no text, so the caller can report the reason to the user.
@@ -98,7 +100,7 @@ def parse_document(
     elif fmt == "pptx":
         blocks = parse_pptx(data, limits, hidden)
     elif fmt == "html":
-        markdown = html_to_markdown(data, hidden)
+        markdown = html_to_markdown(data, hidden, keep_collapsed=keep_collapsed)
         blocks = [b for section in markdown_sections(markdown) for b in _section_blocks(section)]
     else:
         text = _decode_text(data)

@@ -70,6 +70,7 @@ def make_chunks(
             code_comment_headings=settings.code_comment_headings,
             archive_limits=ArchiveLimits(settings.archive_max_bytes, settings.archive_max_members),
             hidden=hidden,
+            keep_collapsed=settings.keep_collapsed,
         )
         span.set_attribute("rag.blocks", len(blocks))
     with tracer.start_as_current_span("ingest.chunk") as span:
@@ -185,6 +186,7 @@ def index_version(content_hash: str, settings: IngestSettings) -> str:
         settings.pdf_headings,
         settings.code_comment_headings,
         settings.bm25_avg_len,
+        *(("keep_collapsed",) if settings.keep_collapsed else ()),
         *(("sentence_vectors",) if settings.sentence_vectors else ()),
         *(("second_dense",) if settings.second_dense else ()),
     )

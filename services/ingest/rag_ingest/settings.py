@@ -45,6 +45,11 @@ class IngestSettings(StoreSettings):
         description="Markdown: a level-1 heading after deeper headings is a heading (true, the Markdown rule) "
         "or an unfenced code comment kept as text (false)",
     )
+    keep_collapsed: bool = Field(
+        False,
+        description="HTML: read the body of a closed <details> (true: documentation sites that fold real content "
+        "into toggles; the injection rules still read it) or leave it out as hidden from a reader (false)",
+    )
     sentence_vectors: bool = Field(
         True,
         description="store a vector per quotable sentence of each chunk, pooled from the chunk's own forward "

@@ -21,13 +21,13 @@ from rag_ingest.hidden_html import strip_hidden
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
 
 
-def html_to_markdown(data: bytes, hidden: HiddenText | None = None) -> str:
+def html_to_markdown(data: bytes, hidden: HiddenText | None = None, *, keep_collapsed: bool = False) -> str:
     """The page's main text as Markdown; ParseError when the page has none.
 
     Text the page's styles hide from a reader is left out first and counted in ``hidden``
     (``rag_ingest.hidden_html``).
     """
-    visible = strip_hidden(data, hidden if hidden is not None else HiddenText())
+    visible = strip_hidden(data, hidden if hidden is not None else HiddenText(), keep_collapsed=keep_collapsed)
     try:
         text = trafilatura.extract(
             visible,
