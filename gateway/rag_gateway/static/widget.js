@@ -296,7 +296,7 @@
       answer.textContent = data.answer;
       for (const c of data.citations || []) {
         const where = [c.source, c.section, c.page ? `p. ${c.page}` : ""].filter(Boolean).join(" · ");
-        details.append(el("details", { class: "citation" }, el("summary", { text: `[${c.n}] ${where}` }), el("p", { text: c.text })));
+        details.append(el("details", { class: "citation" }, el("summary", { text: `[${c.n}] ${where}${c.withheld ? " (planted instructions withheld)" : ""}` }), el("p", { text: c.text })));
       }
       const raised = Object.entries(data.flags || {}).filter(([, up]) => up).map(([name]) => name);
       if (raised.length) details.append(el("div", { class: "flag", text: `Flags: ${raised.join(", ")}` }));
