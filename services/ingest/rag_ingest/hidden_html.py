@@ -55,7 +55,7 @@ class _Inherited:
 
 @dataclass(frozen=True, slots=True)
 class _Page:
-    rules: list[_Rule]
+    rules: dict[str, list[tuple[int, _Rule]]]
     keep_collapsed: bool
 
 
@@ -67,7 +67,7 @@ class _Rule:
     declarations: dict[str, str]
 
 
-def strip_hidden(data: bytes, hidden: HiddenText, *, keep_collapsed: bool = False) -> bytes:
+def strip_hidden(data: bytes, hidden: HiddenText, *, keep_collapsed: bool = False) -> bytes | str:
     """The page with hidden elements and hidden text removed, each counted in ``hidden`` by reason.
 
     ``keep_collapsed``: a closed ``<details>`` is read like an open one.
@@ -86,29 +86,55 @@ def strip_hidden(data: bytes, hidden: HiddenText, *, keep_collapsed: bool = Fals
     _walk(root, _Inherited(), _Page(rules, keep_collapsed), hidden)
     if sum(hidden.values()) == before:
         return data  # nothing hidden: trafilatura reads the bytes exactly as uploaded
-    return bytes(lxml_html.tostring(root, encoding="utf-8"))
+    # Text, not bytes: a <meta charset> naming a legacy encoding would misread UTF-8 bytes.
+    return str(lxml_html.tostring(root, encoding="unicode"))
 
 
-def _style_rules(root: lxml_html.HtmlElement) -> list[_Rule]:
-    rules: list[_Rule] = []
+# The properties that can hide text; rules setting none of them are not kept.
+_READ = frozenset(
+    {
+        "display",
+        "visibility",
+        "opacity",
+        "position",
+        "left",
+        "top",
+        "text-indent",
+        "color",
+        "background",
+        "background-color",
+        "background-image",
+        "font-size",
+    }
+)
+
+
+def _style_rules(root: lxml_html.HtmlElement) -> dict[str, list[tuple[int, _Rule]]]:
+    """The simple rules of the page's ``<style>`` elements, in order, by the key an element is
+    looked up by (``#id``, ``.class`` or the tag), so an element is matched against its own few."""
+    rules: dict[str, list[tuple[int, _Rule]]] = {}
+    order = 0
     for style in root.iter("style"):
         css = _AT_BLOCK.sub(" ", _CSS_COMMENT.sub(" ", style.text_content()))
         for selectors, body in _RULE.findall(css):
-            declarations = _declarations(body)
+            declarations = {k: v for k, v in _declarations(body).items() if k in _READ}
+            if not declarations:
+                continue
             for selector in selectors.split(","):
                 match = _SIMPLE_SELECTOR.match(selector.strip())
                 if not match or not selector.strip():
                     continue
                 parts = re.findall(r"[.#][\w-]+", match.group(2))
                 ids = [p[1:] for p in parts if p.startswith("#")]
-                rules.append(
-                    _Rule(
-                        tag=match.group(1).lower() if match.group(1) else None,
-                        classes=frozenset(p[1:] for p in parts if p.startswith(".")),
-                        ident=ids[0] if ids else None,
-                        declarations=declarations,
-                    )
+                rule = _Rule(
+                    tag=match.group(1).lower() if match.group(1) else None,
+                    classes=frozenset(p[1:] for p in parts if p.startswith(".")),
+                    ident=ids[0] if ids else None,
+                    declarations=declarations,
                 )
+                key = f"#{rule.ident}" if rule.ident else f".{min(rule.classes)}" if rule.classes else str(rule.tag)
+                rules.setdefault(key, []).append((order, rule))
+                order += 1
     return rules
 
 
@@ -121,12 +147,14 @@ def _declarations(text: str) -> dict[str, str]:
     return out
 
 
-def _style_of(element: lxml_html.HtmlElement, rules: list[_Rule]) -> dict[str, str]:
+def _style_of(element: lxml_html.HtmlElement, rules: dict[str, list[tuple[int, _Rule]]]) -> dict[str, str]:
     classes = set((element.get("class") or "").split())
     ident = element.get("id")
     tag = element.tag.lower() if isinstance(element.tag, str) else ""
     style: dict[str, str] = {}
-    for rule in rules:
+    keys = [tag, *(f".{c}" for c in classes), *([f"#{ident}"] if ident else [])]
+    candidates = sorted((found for key in keys for found in rules.get(key, ())), key=lambda found: found[0])
+    for _, rule in candidates:
         if (
             (rule.tag is None or rule.tag == tag)
             and rule.classes <= classes
