@@ -109,6 +109,34 @@ async def _read_limited(upload: UploadFile, limit: int) -> bytes:
 
 
 MAX_METADATA_CHARS = 8192
+# Arrays and objects inside one another: past this, metadata is refused before it is parsed
+# (Python's JSON parser recurses once per level, and a few thousand levels exhaust its stack).
+MAX_METADATA_DEPTH = 8
+
+
+def json_nesting(raw: str) -> int:
+    """How deep arrays and objects nest in ``raw`` (brackets inside strings do not count);
+    counted in one pass without parsing, so any depth is measured safely."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 # Room in an upload's body for the multipart framing, the collection and the metadata fields.
 MULTIPART_OVERHEAD = 64 * 1024
 
@@ -119,6 +147,10 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
         return {}
     if len(raw) > MAX_METADATA_CHARS:
         raise ApiError(422, "invalid_metadata", f"metadata is longer than {MAX_METADATA_CHARS} characters")
+    if json_nesting(raw) > MAX_METADATA_DEPTH:
+        raise ApiError(
+            422, "invalid_metadata", f"metadata nests arrays and objects more than {MAX_METADATA_DEPTH} levels deep"
+        )
     try:
         value = json.loads(raw)
     except ValueError as exc:
