@@ -99,7 +99,7 @@ class Probe:
 
 
 def served_routes() -> list[tuple[str, APIRoute]]:
-    return [(method, route) for route in api_routes() for method in sorted(route.methods)]
+    return [(method, route) for route in api_routes() for method in sorted(route.methods or ())]
 
 
 def encoded(value: str, raw: bool) -> str:
