@@ -30,7 +30,7 @@ async def new_key(admin: httpx.AsyncClient, **fields: Any) -> dict[str, str]:
 
 @pytest.fixture
 async def admin(nats_server: LocalNatsServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with gateway_app(gateway_settings(nats_server.url, assessment_timeout_s=0.5)) as (_, client):
+    async with gateway_app(gateway_settings(nats_server.url, assessment_timeout_s=0.5)) as (_, client, _):
         made = await upload(client, "notes.md", b"# Notes\n\nThe default port is 8080.\n", COLLECTION)
         assert made.status_code == 202, made.text
         yield client

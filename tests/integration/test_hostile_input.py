@@ -157,9 +157,11 @@ def probes_for(app: FastAPI, method: str, route: APIRoute) -> list[Probe]:
 
 
 @pytest.fixture
-async def gateway(nats_server: LocalNatsServer) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+async def gateway(
+    nats_server: LocalNatsServer,
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient, httpx.ASGITransport]]:
     async with answering_pipeline(nats_server.url), gateway_app(gateway_settings(nats_server.url)) as started:
-        _, client = started
+        _, client, _ = started
         made = await upload(client, "port.md", b"# Port\n\nThe default port is 8080.\n", COLLECTION)
         assert made.status_code == 202, made.text
         yield started
@@ -172,8 +174,8 @@ def test_every_body_route_has_a_valid_body_to_fuzz() -> None:
     )
 
 
-async def test_no_hostile_input_gets_a_5xx(gateway: tuple[FastAPI, httpx.AsyncClient]) -> None:
-    app, client = gateway
+async def test_no_hostile_input_gets_a_5xx(gateway: tuple[FastAPI, httpx.AsyncClient, httpx.ASGITransport]) -> None:
+    app, client, _ = gateway
     probes = [probe for method, route in served_routes() for probe in probes_for(app, method, route)]
     assert len(probes) > 500  # every route, every parameter: not a handful
     started = time.monotonic()
@@ -197,9 +199,9 @@ async def test_no_hostile_input_gets_a_5xx(gateway: tuple[FastAPI, httpx.AsyncCl
 
 
 async def test_range_errors_name_the_parameter_and_carry_the_request_id(
-    gateway: tuple[FastAPI, httpx.AsyncClient],
+    gateway: tuple[FastAPI, httpx.AsyncClient, httpx.ASGITransport],
 ) -> None:
-    _, client = gateway
+    _, client, _ = gateway
     for query, field in (("since=1e12", "since"), (f"after={2**64}", "after")):
         response = await client.get(f"/v1/audit?{query}", headers=bearer(ADMIN_KEY))
         assert response.status_code == 422, response.text
@@ -212,8 +214,10 @@ async def test_range_errors_name_the_parameter_and_carry_the_request_id(
     assert deepest.json()["events"] == []
 
 
-async def test_deeply_nested_metadata_is_refused_with_its_reason(gateway: tuple[FastAPI, httpx.AsyncClient]) -> None:
-    _, client = gateway
+async def test_deeply_nested_metadata_is_refused_with_its_reason(
+    gateway: tuple[FastAPI, httpx.AsyncClient, httpx.ASGITransport],
+) -> None:
+    _, client, _ = gateway
     nested = "[" * DEEP + "]" * DEEP
     response = await client.post(
         "/v1/documents",

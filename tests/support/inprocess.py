@@ -72,15 +72,23 @@ async def answering_pipeline(nats_url: str) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def gateway_app(settings: GatewaySettings) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    """The started app and an HTTP client to it that sends the admin key (another key: pass ``headers``)."""
+async def gateway_app(
+    settings: GatewaySettings,
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient, httpx.ASGITransport]]:
+    """The started app, an HTTP client to it that sends the admin key (another key: pass ``headers``),
+    and the transport to it (for another client)."""
     app = create_app(settings)
     async with app.router.lifespan_context(app) as state:
-        transport = httpx.ASGITransport(app=served_after_start(app, dict(state or {})), raise_app_exceptions=False)
+        transport = asgi_transport(app, state)
         async with httpx.AsyncClient(
             transport=transport, base_url="http://gateway", timeout=30, headers=bearer(ADMIN_KEY)
         ) as client:
-            yield app, client
+            yield app, client, transport
+
+
+def asgi_transport(app: FastAPI, state: Any) -> httpx.ASGITransport:
+    """A transport to the started ``app`` (its lifespan yielded ``state``), for any HTTP client."""
+    return httpx.ASGITransport(app=served_after_start(app, dict(state or {})), raise_app_exceptions=False)
 
 
 def bearer(key: str) -> dict[str, str]:

@@ -301,16 +301,31 @@ async def _upload(
     return ("unchanged" if unchanged else "accepted"), accepted_body
 
 
+MAX_PAGE = 1000
+# A page's cursor: the collection and the id of the last document it listed.
+CURSOR_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}:[0-9a-f]{32}$"
+
+
 @router.get("", response_model=DocumentList, responses=errors(422, 503))
 async def list_documents(
-    resources: ResourcesDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
+    resources: ResourcesDep,
+    principal: Authenticated,
+    collection: Annotated[str | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents per page")] = 100,
+    after: Annotated[
+        str | None, Query(pattern=CURSOR_PATTERN, description="a page's `next`: the documents after it")
+    ] = None,
 ) -> DocumentList:
-    """Documents of the collections this caller may read (of one, with ``?collection=``)."""
+    """Documents of the collections this caller may read (of one, with ``?collection=``), by
+    collection and id, ``limit`` at a time; pass ``next`` as ``after`` for the following page."""
     if collection is not None:
         check_collection(collection)
         require(principal, collection, Right.READ)
-    records = await resources.status.list(collection)
-    return DocumentList(documents=[r for r in records if principal.can(r.collection, Right.READ)])
+    start = after.partition(":")[::2] if after else None
+    records, last = await resources.status.page(
+        collection, readable=lambda name: principal.can(name, Right.READ), after=start, limit=limit
+    )
+    return DocumentList(documents=records, next=f"{last[0]}:{last[1]}" if last else None)
 
 
 @router.get("/{document_id}", responses=errors(404, 503))

@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="list documents and their status")
     docs.add_argument("--collection", help="only this collection")
     docs.add_argument("--json", action="store_true")
+    docs.add_argument("--limit", type=int, help="one page of this many documents (default: every document)")
+    docs.add_argument("--after", help="the page after this cursor (the `next` a page printed)")
 
     commands.add_parser("eval", help=f"run the evaluation harness (arguments as `python -m {HARNESS}`)", add_help=False)
     return parser
@@ -155,10 +157,18 @@ def cmd_chat(console: Console, client: RagClient, args: argparse.Namespace, read
 
 def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> int:
     """``rag docs``: the collection's documents as a table, tab-separated lines in a pipe, or JSON."""
-    records = client.documents(args.collection)
-    if args.json:
-        console.print_json(json.dumps([r.model_dump() for r in records]))
-        return EXIT_OK
+    cursor: str | None = None
+    if args.limit is None and args.after is None:
+        records = client.documents(args.collection)
+        if args.json:
+            console.print_json(json.dumps([r.model_dump() for r in records]))
+            return EXIT_OK
+    else:  # one page; as JSON, the page itself ({"documents", "next"})
+        page = client.documents_page(args.collection, limit=args.limit, after=args.after)
+        if args.json:
+            console.print_json(page.model_dump_json())
+            return EXIT_OK
+        records, cursor = page.documents, page.next
     header = ("collection", "source", "status", "chunks", "updated", "document id")
     rows = [
         (
@@ -174,15 +184,20 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
     if not console.is_terminal:  # a pipe or a file: whole values, one tab-separated line each
         for row in (header, *rows):
             print("\t".join(row), file=console.file)
-        console.print(f"{len(records)} documents (--json for every field)")
+        console.print(f"{len(records)} documents (--json for every field)" + more(cursor))
         return EXIT_OK
     table = Table(*header[:-1])
     table.add_column(header[-1], overflow="fold")  # folded, never cut: ids are copied from here
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    console.print(f"{len(records)} documents")
+    console.print(f"{len(records)} documents" + more(cursor), markup=False)
     return EXIT_OK
+
+
+def more(cursor: str | None) -> str:
+    """How to ask for the next page, when there is one."""
+    return f"; more: rag docs --after {cursor}" if cursor else ""
 
 
 def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) -> int:
