@@ -457,9 +457,18 @@
   }
 
   async function loadDocuments() {
-    const response = await api(`/v1/documents?collection=${encodeURIComponent(collection())}`);
-    if (!response.ok) return;
-    const { documents } = await response.json();
+    // Every page, 1000 documents at a time: `next` is the cursor of the following page.
+    const documents = [];
+    let after = null;
+    do {
+      const cursor = after ? `&after=${encodeURIComponent(after)}` : "";
+      const response = await api(`/v1/documents?collection=${encodeURIComponent(collection())}&limit=1000${cursor}`);
+      if (!response.ok) return;
+      const page = await response.json();
+      documents.push(...page.documents);
+      after = page.next;
+    } while (after);
+    documents.sort((a, b) => a.source.localeCompare(b.source));
     $("documents").replaceChildren(...documents.map(documentRow));
   }
 

@@ -159,7 +159,7 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
     """``rag docs``: the collection's documents as a table, tab-separated lines in a pipe, or JSON."""
     cursor: str | None = None
     if args.limit is None and args.after is None:
-        records = client.documents(args.collection)
+        records = sorted(client.documents(args.collection), key=lambda r: (r.collection, r.source))
         if args.json:
             console.print_json(json.dumps([r.model_dump() for r in records]))
             return EXIT_OK
