@@ -13,8 +13,9 @@ module can be read, tested and loaded after the ones it uses.
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,12 +103,13 @@ def project_files() -> list[Path]:
     return [path for floor in (*FLOORS, "benchmarks") for path in sorted((ROOT / floor).rglob("*.py"))]
 
 
-def project_imports() -> list[Import]:
+@functools.cache  # four tests read the same tree: parse it once
+def project_imports() -> tuple[Import, ...]:
     found: list[Import] = []
     for path in project_files():
         relative = path.relative_to(ROOT)
         found += imports_of(path.read_text(), module_name(path), str(relative), is_package=path.name == "__init__.py")
-    return found
+    return tuple(found)
 
 
 def project_names_started(packages: set[str]) -> list[Import]:
@@ -117,17 +119,19 @@ def project_names_started(packages: set[str]) -> list[Import]:
     return found
 
 
-def circles(found: list[Import], modules: set[str]) -> list[list[str]]:
+def module_of(target: str, modules: set[str]) -> str | None:
+    """The module an import loads: ``rag_gateway.app.create_app`` → ``rag_gateway.app``."""
+    parts = target.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
+
+
+def circles(found: Sequence[Import], modules: set[str]) -> list[list[str]]:
     """Groups of modules of one package that import each other, directly or round a circle
     (strongly connected components of the package's import graph, Tarjan's algorithm)."""
 
-    def module_of(target: str) -> str | None:  # ``rag_gateway.app.create_app`` → ``rag_gateway.app``
-        parts = target.split(".")
-        return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
-
     graph: dict[str, set[str]] = {}
     for item in found:
-        target = module_of(item.target)
+        target = module_of(item.target, modules)
         if item.how == "imports" and target and target != item.module and target.split(".")[0] == item.package:
             graph.setdefault(item.module, set()).add(target)
     order: dict[str, int] = {}
@@ -156,7 +160,7 @@ def circles(found: list[Import], modules: set[str]) -> list[list[str]]:
     return groups
 
 
-def broken_rules(found: list[Import], floors: dict[str, str]) -> list[str]:
+def broken_rules(found: Sequence[Import], floors: dict[str, str]) -> list[str]:
     broken = []
     for item in found:
         source_package, target_package = item.module.split(".")[0], item.target.split(".")[0]
@@ -205,6 +209,23 @@ def test_no_package_starts_one_of_a_higher_floor_by_name() -> None:
     started = project_names_started(set(floors))
     assert any(item.package == "rag_devrun" for item in started)  # the walk sees the dev runner start the services
     assert broken_rules(started, floors) == []
+
+
+def test_benchmarks_holds_only_what_make_bench_and_make_chaos_run() -> None:
+    """A study without a make target leaves the tree, its figures in a decision record
+    (docs/decisions/0275-the-lab-leaves-the-tree.md): every module here is reached from a target."""
+    targets = re.findall(r"-m (benchmarks(?:\.[a-z_]+)?)", (ROOT / "Makefile").read_text())
+    roots = {target if "." in target else "benchmarks.__main__" for target in targets}
+    assert roots == {"benchmarks.__main__", "benchmarks.chaos"}
+    modules = {module_name(path) for path in sorted((ROOT / "benchmarks").glob("*.py"))}
+    found = [item for item in project_imports() if item.package == "benchmarks"]
+    reached, todo = {"benchmarks"}, sorted(roots)
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [target for item in found if item.module == module and (target := module_of(item.target, modules))]
+    assert sorted(modules - reached) == []
 
 
 def test_no_circle_of_imports_inside_a_package() -> None:
