@@ -1,11 +1,14 @@
-"""``rag``: load a folder into a collection, ask, chat, list documents and run the evaluation."""
+"""``rag``: load a folder into a collection, ask, chat and list documents.
+
+The evaluation harness is a tool above the services (it can start them all), so it is a command of
+its own, ``rag-eval``, installed with the same package; this library neither imports nor starts it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -28,12 +31,15 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FILE_REFUSED = frozenset({400, 413, 415, 422})
 CHAT_EXIT = {"/quit", "/exit", "/q"}
 MAX_CHAT_TURNS = 1000
-HARNESS = "rag_scorecard"  # the offline evaluation harness (tools/scorecard), run by `rag eval`
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rag`` command line: global options (gateway, key, timeout) and one subcommand per task."""
-    parser = argparse.ArgumentParser(prog="rag", description="Talk to a RAG gateway: ingest, ask, chat, docs, eval.")
+    parser = argparse.ArgumentParser(
+        prog="rag",
+        description="Talk to a RAG gateway: ingest, ask, chat, docs.",
+        epilog="The evaluation harness is its own command: rag-eval --dataset DIR.",
+    )
     parser.add_argument("--url", help=f"the gateway (default: $RAG_URL or {DEFAULT_URL})")
     parser.add_argument("--api-key", help="sent as a bearer token (default: $RAG_API_KEY)")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per request (default 90)")
@@ -63,21 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--json", action="store_true")
     docs.add_argument("--limit", type=int, help="one page of this many documents (default: every document)")
     docs.add_argument("--after", help="the page after this cursor (the `next` a page printed)")
-
-    commands.add_parser("eval", help=f"run the evaluation harness (arguments as `python -m {HARNESS}`)", add_help=False)
     return parser
-
-
-def parse(argv: Sequence[str]) -> argparse.Namespace:
-    """Everything after ``eval`` belongs to the harness, options included."""
-    parser = build_parser()
-    if "eval" in argv:
-        at = list(argv).index("eval")
-        head = parser.parse_known_args(list(argv[: at + 1]))[0]
-        if head.command == "eval":
-            head.harness_args = list(argv[at + 1 :])
-            return head
-    return parser.parse_args(argv)
 
 
 def where(passage_source: str, section: str, page: int | None) -> str:
@@ -265,27 +257,11 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
     return EXIT_FAILED if failed or rejected else EXIT_OK
 
 
-def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    """Run the offline harness as a process of its own (``python -m rag_scorecard``), with this interpreter.
-
-    The harness sits above the services (it starts them all when no deployment answers), so the
-    client runs it and never imports it.
-    """
-    harness_args = list(args.harness_args)
-    if url_given and "--url" not in harness_args:
-        harness_args += ["--url", url_given]
-    if args.api_key and "--api-key" not in harness_args:  # $RAG_API_KEY the harness reads itself
-        harness_args += ["--api-key", args.api_key]
-    return subprocess.run([sys.executable, "-m", HARNESS, *harness_args], check=False).returncode
-
-
 def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) -> int:
     """Run one command; the exit code says whether it worked, failed, or was called wrongly."""
-    args = parse(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     console = Console(file=sys.stdout, highlight=False)
     url_given = args.url or os.environ.get("RAG_URL")
-    if args.command == "eval":
-        return cmd_eval(args, url_given)
     try:
         with RagClient(url_given, api_key=args.api_key, timeout_s=args.timeout) as client:
             if args.command == "ask":
