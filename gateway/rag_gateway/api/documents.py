@@ -21,7 +21,7 @@ from rag_common.store.documents import (
     upload_unchanged,
 )
 from rag_common.wire import names, subjects
-from rag_common.wire.formats import SUPPORTED_EXTENSIONS
+from rag_common.wire.formats import SUPPORTED_EXTENSIONS, described
 from rag_common.wire.http_api import DocumentAccepted, DocumentList
 from rag_common.wire.messages import AuditEvent, DeleteRequested, DocumentStatus, IngestRequested
 from rag_common.wire.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
@@ -200,9 +200,7 @@ async def upload_document(
     gateway: GatewayDep,
     resources: ResourcesDep,
     principal: Authenticated,
-    file: Annotated[
-        UploadFile, File(description="PDF, Word (.docx), PowerPoint (.pptx), HTML, Markdown or plain-text document")
-    ],
+    file: Annotated[UploadFile, File(description=f"The document: {described()}")],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
 ) -> DocumentAccepted:

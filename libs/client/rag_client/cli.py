@@ -22,6 +22,7 @@ from rich.table import Table
 
 from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
 from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
+from rag_common.wire.formats import described
 from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import DocumentStatus
 
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="upload a folder's new and changed files (--sync: delete vanished)")
-    ingest.add_argument("folder", type=Path)
+    ingest.add_argument("folder", type=Path, help=f"its files of these formats, in subfolders too: {described()}")
     ingest.add_argument("--collection", default="default")
     ingest.add_argument("--sync", action="store_true", help="also delete documents whose file is gone")
     ingest.add_argument("--no-wait", action="store_true", help="do not wait until the files are indexed")
