@@ -34,7 +34,16 @@ from benchmarks import cache, hop_floor, ingest, listing, overhead, query, scale
 from benchmarks.corpus import BenchCorpus, shared_corpus, synthetic_corpus
 from benchmarks.cpu import cores_used, snapshot
 from benchmarks.hop_floor import hop_floors
-from benchmarks.report import WHOLE, Recorder, git_commit, load_average, machine, print_summary, write_report
+from benchmarks.report import (
+    WHOLE,
+    Recorder,
+    git_commit,
+    load_average,
+    machine,
+    print_summary,
+    print_tables,
+    write_report,
+)
 from benchmarks.system import QUERY_SERVICES, close_store, private_nats, qdrant_path, stack_options
 from rag_common.config.settings import StoreSettings
 from rag_common.store.embedding import Embedder, get_embedder
@@ -135,6 +144,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
     parser.add_argument("--output", type=Path, default=ROOT / "reports" / "bench.json")
     parser.add_argument("-v", "--verbose", action="store_true", help="the services' own log lines too")
+    parser.add_argument(
+        "--table",
+        type=Path,
+        nargs="?",
+        const=ROOT / "reports" / "bench.json",
+        default=None,
+        metavar="REPORT",
+        help="measure nothing: print a written report (default reports/bench.json) as the Markdown tables "
+        "docs/BENCHMARKS.md shows",
+    )
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else 3)
     if args.runs < 1:
@@ -614,6 +633,9 @@ async def scale_runs(args: argparse.Namespace, bounds: Bounds, recorder: Recorde
 
 def run() -> None:
     args = parse_args()
+    if args.table is not None:
+        print_tables(args.table)
+        return
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="%(levelname)s %(name)s %(message)s"
     )

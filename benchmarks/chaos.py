@@ -8,6 +8,10 @@ retries a failed or timed-out request (as any client would) within a per-questio
 
 Reported in ``reports/chaos.json``:
 
+The answer cache is off (``"answer_cache": false`` in the report), so every answer is the
+pipeline's, through the processes being killed; ``--cache`` (``make chaos CHAOS_ARGS=--cache``)
+runs with it on, for the second figure, into ``reports/chaos-cache.json``.
+
 - questions ``answered`` (``cached``: of those, answered from the answer cache) / ``lost``
   (never answered within the budget) / ``duplicated`` (a response carrying a request id already
   seen, i.e. an answer delivered twice or crossed) / ``wrong`` (answered from another
@@ -65,7 +69,7 @@ class Tally:
     lost: int = 0
     wrong: int = 0
     duplicated: int = 0
-    cached: int = 0  # answered from the answer cache (on by default), a share of answered
+    cached: int = 0  # answered from the answer cache (only with --cache), a share of answered
     first_attempt_failures: Counter[str] = field(default_factory=Counter)
     request_ids: set[str] = field(default_factory=set)
     accepted: dict[str, str] = field(default_factory=dict)  # source -> last accepted sha256
@@ -202,8 +206,11 @@ async def check_documents(client: httpx.AsyncClient, tally: Tally, timeout_s: fl
     return {"lost": lost, "mislabelled": mislabelled}
 
 
-def chaos_env() -> dict[str, str]:
+def chaos_env(cache: bool = False) -> dict[str, str]:
+    """Every process's environment. The answer cache is off unless asked for: with it on, a
+    repeated question never reaches the stages being killed, and the run measures the cache."""
     return {
+        "RAG_ANSWER_CACHE": "true" if cache else "false",
         "RAG_MODEL_DIR": str(MODEL_DIR),
         "RAG_QUERY_TIMEOUT_S": str(QUERY_TIMEOUT_S),
         "RAG_JS_CHECK_INTERVAL_S": "1",
@@ -244,7 +251,7 @@ async def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="rag-chaos-cluster-"))
     nats = NatsCluster(work / "nats", size=args.cluster)
     await nats.start()
-    env = {**chaos_env(), "RAG_JS_REPLICAS": str(args.cluster)}
+    env = {**chaos_env(args.cache), "RAG_JS_REPLICAS": str(args.cluster)}
     cluster = Cluster(work, nats.url, free_port(), env=env)
     events: list[dict[str, Any]] = []
     tally = Tally()
@@ -349,7 +356,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     nats.start()
     nats_port = int(nats.url.rsplit(":", 1)[1])
     nats.port = nats_port
-    cluster = Cluster(work, nats.url, free_port(), env=chaos_env())
+    cluster = Cluster(work, nats.url, free_port(), env=chaos_env(args.cache))
     events: list[dict[str, Any]] = []
     tally = Tally()
     try:
@@ -388,19 +395,30 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report_of(started, tally, documents, events, work)
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget-s", type=float, default=280.0, help="stop killing after this long")
     parser.add_argument("--settle-s", type=float, default=6.0, help="load between kills")
-    parser.add_argument("--out", default=str(ROOT / "reports" / "chaos.json"))
+    parser.add_argument("--out", help="the report (default reports/chaos.json; with --cache, reports/chaos-cache.json)")
     parser.add_argument(
         "--cluster", type=int, default=1, help="nats-servers: 1 (kill services and the server) or 3 (a cluster)"
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--cache", action="store_true", help="with the answer cache on (default off: every answer from the pipeline)"
+    )
+    args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = str(ROOT / "reports" / ("chaos-cache.json" if args.cache else "chaos.json"))
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     report = asyncio.run(run_cluster(args) if args.cluster > 1 else run(args))
+    report["answer_cache"] = args.cache
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("seconds", "questions")}, indent=2))
+    print(json.dumps({k: report[k] for k in ("seconds", "answer_cache", "questions")}, indent=2))
     print(json.dumps({k: v for k, v in report["documents"].items() if k != "details"}, indent=2))
     if "streams" in report:
         print(json.dumps(report["streams"], indent=2))

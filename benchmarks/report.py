@@ -246,3 +246,46 @@ def print_summary(recorder: Recorder) -> None:
         verdict = {True: "PASS", False: "MISS", None: "n/a"}[row["pass"]]
         value = "—" if row["value"] is None else f"{row['value']:g}"
         print(f"  {verdict:<5} {row['figure']} = {value} (target {row['target']}): {row['label']}")
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.2f}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def figures_table(report: dict[str, Any]) -> str:
+    lines = [
+        "| figure | median | unit | runs | other work (cores, max) |",
+        "|---|---:|---|---|---:|",
+    ]
+    for name, figure in report["figures"].items():
+        runs = ", ".join(_number(r) for r in figure["runs"])
+        others = [c["others"] for c in figure.get("cores_busy", []) if c]
+        busiest = f"{max(others):.2f}" if others else "—"
+        lines.append(f"| `{name}` | {_number(figure['median'])} | {figure['unit']} | {runs} | {busiest} |")
+    return "\n".join(lines)
+
+
+def targets_table(report: dict[str, Any]) -> str:
+    lines = ["| target | figure | median | verdict |", "|---|---|---:|---|"]
+    for row in report["targets"]:
+        verdict = {True: "pass", False: "**miss**", None: "not measured"}[row["pass"]]
+        lines.append(
+            f"| {row['label']} (`{row['target']}`) | `{row['figure']}` | {_number(row['value'])} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def print_tables(path: Path) -> None:
+    """What docs/BENCHMARKS.md shows is pasted from this, so the page and the JSON cannot disagree."""
+    report = json.loads(path.read_text())
+    machine = report["machine"]
+    print(
+        f"Measured {report['started_at']} on {machine['cores']} cores ({machine['cpu']}), "
+        f"{machine['memory_gb']} GB, Python {machine['python']}, commit `{report['git_commit']}`, "
+        f"{report['args']['runs']} runs, {report['seconds_total']:.0f} s in all.\n"
+    )
+    print(targets_table(report))
+    print()
+    print(figures_table(report))

@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rag_devrun.corpus import load_corpus
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from tests.support.levels import pytest_collection_modifyitems  # noqa: F401 (the level check, a hook)
 from tests.support.system import (
     MODEL_DIR,
     RERANKER_DIR,

@@ -1,9 +1,8 @@
 """The OpenAPI document as the API really behaves: typed answers, and errors in the shapes returned.
 
-Checked in as ``docs/openapi.json`` (a test fails when it is stale)::
-
-    python -m rag_gateway.openapi --out docs/openapi.json    # regenerate
-    python -m rag_gateway.openapi --check docs/openapi.json  # fail when it is stale
+Checked in as ``docs/openapi.json`` by ``python -m rag_gateway.openapi_file`` (a test fails when it is
+stale). This module sits below the routes, which import ``errors`` from it, so it is handed the app
+rather than building one.
 
 FastAPI documents a 422 ``HTTPValidationError`` for every route with input, but the gateway turns
 validation errors into ``ErrorBody`` (422), or into OpenAI's shape with 400 on the OpenAI paths.
@@ -11,11 +10,7 @@ validation errors into ``ErrorBody`` (422), or into OpenAI's shape with 400 on t
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -109,35 +104,6 @@ def install_openapi(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-DEFAULT_OUT = Path("docs/openapi.json")
-
-
-def render() -> str:
-    """The gateway's OpenAPI document as checked in (default settings: nothing connects)."""
-    from rag_gateway.app import create_app
-    from rag_gateway.settings import GatewaySettings
-
-    app = create_app(GatewaySettings(nats_url="nats://127.0.0.1:1"))
+def render(app: FastAPI) -> str:
+    """``app``'s OpenAPI document as checked in: indented, keys sorted, one final newline."""
     return json.dumps(app.openapi(), indent=2, sort_keys=True) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rag_gateway.openapi", description=__doc__.splitlines()[0])
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"write it here (default {DEFAULT_OUT})")
-    action.add_argument("--check", type=Path, help="exit 1 when this file differs from the document")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check is not None:
-        current = args.check.read_text() if args.check.exists() else ""
-        if current != text:
-            print(f"{args.check} is stale: run python -m rag_gateway.openapi --out {args.check}", file=sys.stderr)
-            return 1
-        return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -11,6 +12,7 @@ import httpx
 import pytest
 from playwright.async_api import Page, Route, expect
 
+from rag_common.wire.formats import FORMAT_NAMES, SUPPORTED_EXTENSIONS
 from tests.support.browser import save_screenshot
 from tests.support.office_files import course_docx, course_html, course_pptx
 from tests.support.system import System
@@ -27,6 +29,9 @@ new MutationObserver((records) => {
   }
 }).observe(document.getElementById('turns'), {subtree: true, childList: true, characterData: true});
 """
+
+LATE_LIST_IN = """() => performance.getEntriesByType('resource')
+  .some((entry) => entry.name.endsWith('/v1/documents?collection=default') && entry.responseEnd > 0)"""
 
 
 async def ask(page: Page, question: str) -> None:
@@ -129,7 +134,7 @@ async def test_upload_shows_the_document_status(page: Page, system: System, tmp_
     note = tmp_path / f"browser-note-{marker}.md"
     note.write_text(f"# Browser note\n\nThe browser test code word is {marker}, used only by this test.\n")
     await page.goto(f"{system.base_url}/")
-    await page.get_by_label("Upload PDF, Markdown or text files").set_input_files(str(note))
+    await page.get_by_label(re.compile(r"^Upload ")).set_input_files(str(note))
     await page.get_by_label("Into collection").fill("browser")
     await page.get_by_role("button", name="Upload", exact=True).click()
     row = page.locator("#documents li", has_text=note.name)
@@ -151,7 +156,7 @@ async def test_upload_takes_word_powerpoint_and_html_and_lists_every_file_it_ski
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     await page.goto(f"{system.base_url}/")
-    chooser = page.get_by_label("Upload PDF, Markdown or text files")
+    chooser = page.get_by_label(re.compile(r"^Upload "))
     assert ".docx" in (await chooser.get_attribute("accept") or "")
     await chooser.set_input_files([str(tmp_path / name) for name in files])
     await page.get_by_label("Into collection").fill("browser-office")
@@ -165,6 +170,82 @@ async def test_upload_takes_word_powerpoint_and_html_and_lists_every_file_it_ski
     await expect(skipped).to_contain_text("unsupported file type")
 
 
+async def test_the_upload_label_lists_every_accepted_format(page: Page, system: System) -> None:
+    await page.goto(f"{system.base_url}/")
+    label = page.locator("label[for=files]")
+    for name in FORMAT_NAMES.values():
+        await expect(label).to_contain_text(name)
+    for extension in SUPPORTED_EXTENSIONS:
+        await expect(label).to_contain_text(re.compile(rf"{re.escape(extension)}\b"))
+    chooser = page.get_by_label(re.compile(r"^Upload "))
+    accepted = (await chooser.get_attribute("accept") or "").split(",")
+    assert sorted(accepted) == sorted(SUPPORTED_EXTENSIONS)  # nothing the gateway refuses (".text")
+
+
+async def test_an_upload_into_a_new_collection_switches_the_page_to_it(
+    page: Page, system: System, tmp_path: Path
+) -> None:
+    marker = uuid.uuid4().hex[:8]
+    fresh = f"browser-new-{marker}"
+    note = tmp_path / f"fresh-note-{marker}.md"
+    note.write_text(f"# Fresh note\n\nThe code word of this new collection is {marker}.\n")
+    await page.goto(f"{system.base_url}/")
+    picker = page.get_by_label("Collection", exact=True)
+    documents = page.locator("#documents li")
+    await expect(documents.filter(has_text="pricing.md")).to_be_visible()
+    await page.get_by_label(re.compile(r"^Upload ")).set_input_files(str(note))
+    await page.get_by_label("Into collection").fill(fresh)
+    await page.get_by_role("button", name="Upload", exact=True).click()
+
+    await expect(picker).to_have_value(fresh)
+    await expect(documents.filter(has_text=note.name)).to_have_attribute("data-status", "indexed", timeout=60_000)
+    await expect(documents).to_have_count(1)  # only the new collection's document, not default's
+    await expect(page.locator("#session-info")).to_contain_text(fresh)
+
+    await picker.select_option("default")
+    await expect(documents.filter(has_text="pricing.md")).to_be_visible()
+    await expect(documents.filter(has_text=note.name)).to_have_count(0)
+    await picker.select_option(fresh)
+    await expect(documents).to_have_text([re.compile(re.escape(note.name))])
+
+
+async def test_the_document_list_shows_the_picked_collection_even_when_an_earlier_list_answers_late(
+    page: Page, system: System, client: httpx.AsyncClient
+) -> None:
+    """Picking default and then another collection: default's list, answered last, is not shown."""
+    marker = uuid.uuid4().hex[:8]
+    other = f"browser-pick-{marker}"
+    accepted = await client.post(
+        "/v1/documents",
+        files={"file": (f"picked-{marker}.md", f"# Picked\n\nOnly in {other}.\n".encode())},
+        data={"collection": other},
+    )
+    assert accepted.status_code == 202, accepted.text
+    await page.goto(f"{system.base_url}/?collection={other}")
+    documents = page.locator("#documents li")
+    await expect(documents).to_have_text([re.compile(f"picked-{marker}.md")])
+
+    release = asyncio.Event()
+
+    async def held(route: Route) -> None:
+        await release.wait()
+        await route.continue_()
+
+    await page.route("**/v1/documents?collection=default", held)
+    picker = page.get_by_label("Collection", exact=True)
+    await picker.select_option("default")
+    await picker.select_option(other)
+    await expect(documents).to_have_text([re.compile(f"picked-{marker}.md")])
+    release.set()
+    # the late list has reached the page (its resource timing entry is written once the body is in),
+    # then two turns of the page's event loop for its script to read it
+    await page.wait_for_function(LATE_LIST_IN)
+    await page.evaluate("() => new Promise((resolve) => setTimeout(() => setTimeout(resolve)))")
+    await expect(picker).to_have_value(other)
+    await expect(documents).to_have_text([re.compile(f"picked-{marker}.md")])
+    await expect(documents.filter(has_text="pricing.md")).to_have_count(0)
+
+
 async def test_an_upload_that_never_reaches_the_gateway_says_so(page: Page, system: System, tmp_path: Path) -> None:
     """A dropped connection (gateway down, a proxy's reset) is shown next to the upload, like a refused one."""
     note = tmp_path / "unsent.md"
@@ -172,7 +253,7 @@ async def test_an_upload_that_never_reaches_the_gateway_says_so(page: Page, syst
     await page.goto(f"{system.base_url}/")
     await expect(page.locator("#documents li").first).to_be_visible()
     await page.route("**/v1/documents", lambda route: route.abort("connectionreset"))
-    await page.get_by_label("Upload PDF, Markdown or text files").set_input_files(str(note))
+    await page.get_by_label(re.compile(r"^Upload ")).set_input_files(str(note))
     await page.get_by_role("button", name="Upload", exact=True).click()
     await expect(page.locator("#upload-error")).to_contain_text("unsent.md: the gateway could not be reached")
 

@@ -21,10 +21,10 @@ import httpx
 import openai
 import pytest
 
-from rag_client.cli import main as rag_main
 from rag_common.store.documents import document_id_for
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from rag_scorecard.cli import main as rag_eval
 from tests.support.http import parse_sse, upload, wait_for_status
 from tests.support.system import stack_options
 
@@ -417,7 +417,7 @@ async def test_openai_api_lists_and_answers_only_what_the_key_may_read(auth_syst
 async def test_rag_eval_sends_the_api_key_it_is_given(
     auth_system: AuthSystem, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """``rag --api-key KEY eval ...`` (README: ``--api-key`` or ``RAG_API_KEY`` for every command)
+    """``rag-eval --api-key KEY ...`` (README: ``--api-key`` or ``RAG_API_KEY`` for every command)
     runs the harness against a gateway with authentication on: it uploads and asks with that key."""
     key = (await create_key(auth_system, {"eval-keyed": ["read", "write"]}))["key"]
     dataset = tmp_path / "keyed"
@@ -425,10 +425,10 @@ async def test_rag_eval_sends_the_api_key_it_is_given(
     (dataset / "corpus" / "gamma.md").write_text("# Gamma\n\nThe gamma depot opens at 07:15 on Saturdays.\n")
     item = {"id": "k1", "question": "When does the gamma depot open on Saturdays?", "expected_keywords": ["07:15"]}
     (dataset / "questions.jsonl").write_text(json.dumps(item) + "\n")
-    argv = ["--url", auth_system.base_url, "--api-key", key, "eval", "--dataset", str(dataset)]
+    argv = ["--url", auth_system.base_url, "--api-key", key, "--dataset", str(dataset)]
     argv += ["--collection", "eval-keyed", "--report-dir", str(tmp_path / "reports"), "--no-progress"]
-    code = await asyncio.to_thread(rag_main, argv)
-    out = capfd.readouterr()  # the harness is a process of its own
+    code = await asyncio.to_thread(rag_eval, argv)
+    out = capfd.readouterr()
     assert code == 0, out.out + out.err
     assert "keyed: 1 questions" in out.out
 

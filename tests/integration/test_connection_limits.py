@@ -121,6 +121,7 @@ async def test_a_head_that_never_ends_is_closed_within_the_timeout(served: Serve
     started = time.monotonic()
 
     async def trickle() -> None:  # one byte every 0.2 s, never the blank line that ends the head
+        # the sleep is the slow client under test, not a wait for a condition
         for _ in range(50):
             writer.write(b"a")
             await writer.drain()

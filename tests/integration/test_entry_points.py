@@ -18,6 +18,7 @@ import pytest
 from rag_common.wire import subjects
 from rag_devrun.natsserver import LocalNatsServer
 from rag_devrun.stack import Stack
+from tests.support.polling import eventually
 from tests.support.system import stack_options
 
 pytestmark = pytest.mark.integration
@@ -72,13 +73,14 @@ async def test_every_service_runs_as_its_own_process(
         assert not pending, f"no ping reply from {pending}"
         await nc.close()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{gateway_port}") as client:
-            for _ in range(300):
+
+            async def readiness() -> int:
                 try:
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
+                    return (await client.get("/readyz")).status_code
                 except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.1)
+                    return 0
+
+            await eventually(readiness, lambda status: status == 200, timeout_s=30, what="the gateway's /readyz")
             assert (await client.get("/readyz")).json()["status"] == "ready"
             assert (await client.post("/v1/query", json={"question": "hello"})).json()["route"]["tier"] == "greeting"
             metrics = (await client.get(f"http://127.0.0.1:{router_metrics}/metrics")).text

@@ -5,8 +5,8 @@ deletes them all, gives free pages back as the ingest service does after a delet
 (``release_memory``), and reports its own memory (``RssAnon``: resident pages not mapped from
 files; Qdrant Edge maps its segment files, and those pages are the kernel's page cache) at each
 step. The bound is generous: a third of the growth given back (local mode kept 35 % in a run,
-Edge 23 %, and both all of it before this work); the figure itself is measured by
-``benchmarks/store_memory.py``.
+Edge 23 %, and both all of it before this work); the whole store process's figures are in
+docs/FAULTS.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import httpx
 import nats
 import pytest
 
-from rag_common.store.documents import StatusStore, document_id_for, object_name
+from rag_common.store.documents import StatusStore, content_hash, document_id_for, object_name
 from rag_common.wire import subjects
 from rag_common.wire.messages import DocumentStatus
 from rag_devrun.natsserver import LocalNatsServer
@@ -116,3 +116,52 @@ async def test_ingest_sweeps_orphans_at_start_up(tmp_path: Path, nats_server: Lo
         await eventually(
             lambda: stored_objects(nats_server.url), lambda names: names == [], timeout_s=30, what="orphan swept"
         )
+
+
+async def object_stream_state(url: str) -> tuple[int, int]:
+    """Messages and bytes of the object store's stream: what the bucket costs the server."""
+    connection = await nats.connect(url)
+    try:
+        state = (await connection.jetstream().stream_info(f"OBJ_{subjects.DOCUMENTS_BUCKET}")).state
+        return state.messages, state.bytes
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+async def sweeping_stack(tmp_path: Path, nats_server: LocalNatsServer, model_dir: Path) -> AsyncIterator[Stack]:
+    """Ingest sweeping every second, orphans of any age."""
+    ingest = {"orphan_grace_s": 0, "orphan_sweep_interval_s": 1}
+    options = stack_options(tmp_path, nats_server.url, model_dir, ingest=ingest)
+    options.services = ("ingest",)
+    async with Stack(options) as stack:
+        yield stack
+
+
+async def test_a_hundred_failed_uploads_leave_no_residue_after_the_sweep(sweeping_stack: Stack) -> None:
+    kept = b"# Kept\n\nThe default port is 8080.\n"
+    async with httpx.AsyncClient(base_url=sweeping_stack.base_url, timeout=60) as client:
+        indexed = await client.post("/v1/documents", files={"file": ("kept.md", kept)}, data={"collection": "bytes"})
+        assert (await wait_for_status(client, indexed.json()["document_id"]))["status"] == "indexed"
+        baseline = await eventually(
+            lambda: object_stream_state(sweeping_stack.nats_url), lambda s: s[0] > 0, timeout_s=30, what="stored"
+        )
+        failed = []
+        for n in range(100):  # binary bytes under a Markdown name: each version fails
+            response = await client.post(
+                "/v1/documents", files={"file": (f"blob-{n}.md", os.urandom(2048))}, data={"collection": "bytes"}
+            )
+            assert response.status_code == 202, response.text
+            failed.append(response.json()["document_id"])
+        for document_id in failed:
+            assert (await wait_for_status(client, document_id, timeout_s=120))["status"] == "failed"
+    residue = await eventually(
+        lambda: object_stream_state(sweeping_stack.nats_url),
+        lambda state: state == baseline,
+        timeout_s=30,
+        what=f"the object stream back to {baseline} (messages, bytes)",
+    )
+    assert residue == baseline
+    assert await stored_objects(sweeping_stack.nats_url) == [
+        object_name("bytes", document_id_for("bytes", "kept.md"), content_hash(kept))
+    ]

@@ -38,6 +38,8 @@ from rag_common.wire.messages import (
 )
 from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
 
+pytestmark = pytest.mark.unit
+
 SCOPE = CacheScope(tenant="tenant-acme", collection="orbitly", version=7, context=context_digest({}, None))
 PASSAGE = Passage(n=1, source="pricing.md", section="Plans", text="The Business plan is $24 per user per month.")
 

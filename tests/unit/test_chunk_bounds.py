@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 
 class Tokenized:
     """Counts the characters a tokenizer function is given: the work of chunking, measured in
-    something a loaded machine cannot blur (the times are in ``python -m benchmarks.chunking``)."""
+    something a loaded machine cannot blur (the times are in docs/FAULTS.md)."""
 
     def __init__(self, fn: Callable[[str], object]) -> None:
         self.fn = fn

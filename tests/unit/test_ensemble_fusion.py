@@ -1,16 +1,13 @@
-"""The fusion of several rankings by score (``benchmarks.ensemble``, now the
-product's ``rag_retriever.ranking.weighted_dbsf`` for ``RAG_SECOND_DENSE``): with every weight 1 it
-must be the product's fusion (Qdrant's DBSF), or its figures would not compare."""
+"""The fusion of several rankings by score (``rag_retriever.ranking.weighted_dbsf``, for
+``RAG_SECOND_DENSE``): with every weight 1 it must be Qdrant's DBSF, the fusion of the default
+search, or turning the second model on would change more than its own side's weight."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from qdrant_client import models
 from qdrant_client.hybrid.fusion import distribution_based_score_fusion
 
-from benchmarks.ensemble import Side, sides_from, split_vector
-from benchmarks.late_interaction import max_sim
 from rag_retriever.ranking import weighted_dbsf
 
 pytestmark = pytest.mark.unit
@@ -62,28 +59,3 @@ def test_empty_sides_are_skipped_and_weights_must_match() -> None:
     assert weighted_dbsf([[], BM25], [1.0, 1.0])[0][0] == "c"
     with pytest.raises(ValueError, match="2 sides but 1 weights"):
         weighted_dbsf([DENSE, BM25], [1.0])
-
-
-def test_split_vector_undoes_the_concatenation() -> None:
-    assert split_vector([1.0, 2.0, 3.0, 4.0, 5.0], [2, 3]) == [[1.0, 2.0], [3.0, 4.0, 5.0]]
-    with pytest.raises(ValueError, match="2\\+2"):
-        split_vector([1.0, 2.0, 3.0], [2, 2])
-
-
-def test_sides_default_to_weight_one_and_the_products_candidates_and_drop_weight_zero() -> None:
-    assert sides_from({}, ["minilm", "bge"], 60, 50) == [
-        Side("minilm", 1.0, 60),
-        Side("bge", 1.0, 60),
-        Side("bm25", 1.0, 50),
-    ]
-    assert sides_from({"w_minilm": "0", "n_bm25": "80", "w_bge": "0.5"}, ["minilm", "bge"], 60, 50) == [
-        Side("bge", 0.5, 60),
-        Side("bm25", 1.0, 80),
-    ]
-
-
-def test_max_sim_averages_each_question_tokens_best_match() -> None:
-    query = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
-    passage = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
-    assert max_sim(query, passage) == pytest.approx((1.0 + 0.8) / 2)
-    assert max_sim(query, np.zeros((0, 2), dtype=np.float32)) == 0.0

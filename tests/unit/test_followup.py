@@ -53,6 +53,12 @@ pytestmark = pytest.mark.unit
         ),
         ("Is there a discount for nonprofits?", "How do I apply for it?", "How do I apply for the discount?"),
         ("How do I export my data?", "What format is it in?", "What format is the data in?"),
+        (
+            "How do I set up single sign-on?",
+            "Which plans is it available on?",
+            "Which plans is single sign-on available on?",
+        ),
+        ("How can I invite guests to a project?", "Do they need a paid seat?", "Do guests need a paid seat?"),
     ],
 )
 def test_a_followup_becomes_a_standalone_question(earlier: str, followup: str, standalone: str) -> None:
@@ -93,8 +99,29 @@ def test_the_latest_turn_decides_and_its_standalone_form_is_used() -> None:
     [
         ("What does the Business plan include?", "the Business plan"),
         ("What is the API rate limit?", "the API rate limit"),
-        ("How does Google Calendar sync work?", "Google Calendar"),
+        # the whole name of the thing asked about, not the capitalised words alone
+        ("How does Google Calendar sync work?", "Google Calendar sync"),
+        # the object of the question's verb, not "I" and the verb after it ("I set")
+        ("How do I set up single sign-on?", "single sign-on"),
+        ("Can I turn on two-factor authentication for everyone?", "two-factor authentication"),
+        ("Where do I find the invoices?", "the invoices"),
     ],
 )
 def test_subject_of_an_earlier_question(question: str, subject: str) -> None:
     assert subject_of(question) == subject
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        "How do I set up single sign-on?",
+        "Can I turn on two-factor authentication for everyone?",
+        "How should we migrate from Trello?",
+        "Why did my export fail?",
+    ],
+)
+def test_the_subject_is_a_noun_phrase_never_a_pronoun_with_its_verb(earlier: str) -> None:
+    subject = subject_of(earlier).lower().split()
+    assert subject
+    assert subject[0] not in {"i", "we", "you", "it"}
+    assert not {"set", "turn", "migrate", "fail", "do", "did", "should"} & set(subject)

@@ -9,8 +9,6 @@ text, a file) or stream events.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import AsyncIterator
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -21,22 +19,12 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
-import rag_gateway.api
 from rag_common.wire.http_api import DocumentAccepted
 from rag_gateway.app import create_app
 from rag_gateway.settings import GatewaySettings
+from tests.support.routes import api_routes
 
 pytestmark = pytest.mark.unit
-
-
-def api_routes() -> list[APIRoute]:
-    """The routes of every router in ``rag_gateway.api``."""
-    routes: list[APIRoute] = []
-    for info in pkgutil.iter_modules(rag_gateway.api.__path__):
-        router = getattr(importlib.import_module(f"rag_gateway.api.{info.name}"), "router", None)
-        if isinstance(router, APIRouter):
-            routes += [route for route in router.routes if isinstance(route, APIRoute)]
-    return routes
 
 
 def returned(route: APIRoute) -> tuple[Any, ...]:

@@ -33,6 +33,8 @@ from tests.support.office_files import (
     with_member,
 )
 
+pytestmark = pytest.mark.unit
+
 OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(2000)
 
 

@@ -1,10 +1,9 @@
-"""Unit tests for parent/child section units, the usage penalty, neighbour expansion and the token budget."""
+"""Unit tests for neighbour expansion, joining overlapping chunks and the token budget."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.retrieval_lab import penalize_used, section_units
 from rag_common.store.vectors import Hit
 from rag_retriever.context import expand, expand_within, fit_budget, join, neighbour_keys, overlap
 
@@ -26,38 +25,6 @@ def hit(source: str, score: float, *, section: str = "", index: int = 0, **extra
 
 def words(text: str) -> int:
     return len(text.split())
-
-
-def test_a_section_matched_by_several_chunks_outranks_one_matched_once() -> None:
-    hits = [
-        hit("a.md", 0.030, section="Pricing", index=0),
-        hit("b.md", 0.028, section="Plans", index=3),
-        hit("b.md", 0.020, section="Plans", index=4),
-        hit("c.md", 0.010, section="Misc", index=1),
-    ]
-    ranked = section_units(hits, 0.5)
-    assert [(h.payload["source"], h.payload["chunk_index"]) for h in ranked] == [
-        ("b.md", 3),  # 0.028 + 0.5 * 0.020 = 0.038
-        ("a.md", 0),
-        ("c.md", 1),
-        ("b.md", 4),  # the section's other chunk follows the heads
-    ]
-    assert ranked[0].score == pytest.approx(0.038)
-
-
-def test_section_units_with_child_weight_zero_keep_the_best_chunk_order() -> None:
-    hits = [hit("a.md", 0.03, section="A"), hit("a.md", 0.02, section="A", index=1), hit("b.md", 0.01, section="B")]
-    assert [h.payload["source"] for h in section_units(hits, 0.0)] == ["a.md", "b.md", "a.md"]
-
-
-def test_usage_penalty_lowers_sources_cited_before_by_each_turn() -> None:
-    hits = [hit("a.md", 0.0330), hit("b.md", 0.0320), hit("c.md", 0.0250)]
-    ranked = penalize_used(hits, {"a.md": 1}, 0.85)
-    assert [h.payload["source"] for h in ranked] == ["b.md", "a.md", "c.md"]
-    assert ranked[1].score == pytest.approx(0.0330 * 0.85)
-    twice = penalize_used(hits, {"a.md": 2}, 0.85)  # 0.033 * 0.7225 = 0.0238 < c.md
-    assert [h.payload["source"] for h in twice] == ["b.md", "c.md", "a.md"]
-    assert penalize_used(hits, {"a.md": 3}, 1.0) == hits
 
 
 def test_overlapping_chunks_join_without_repeating_the_shared_text() -> None:

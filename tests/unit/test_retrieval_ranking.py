@@ -1,19 +1,10 @@
-"""Unit tests for the ranking rules between fused hits and passages: the product's (keyword query,
-named source first) and those measured worse that the benchmarks keep (MMR, boilerplate, split,
-fusion, the lexical and heading rerankers)."""
+"""Unit tests for the ranking rules between fused hits and passages: the keyword query, named source
+first, MMR, and the reranker setting that refuses the rerankers measured worse."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.retrieval_lab import (
-    HeadingReranker,
-    LexicalReranker,
-    cover_parts,
-    downweight_boilerplate,
-    fuse,
-    split_question,
-)
 from rag_common.store.vectors import Hit
 from rag_retriever.assessment import mmr
 from rag_retriever.ranking import keyword_query, named_source, prefer_named_source, title_words
@@ -27,18 +18,6 @@ def hit(
 ) -> Hit:
     payload = {"source": source, "section": section, "chunk_index": index, "document_id": source, **extra}
     return Hit(score=score, similarity=0.5, payload=payload, dense=dense)
-
-
-def test_boilerplate_chunks_drop_below_content_chunks() -> None:
-    hits = [hit("next.md", 0.033, boilerplate=True), hit("a.md", 0.030), hit("b.md", 0.020)]
-    ranked = downweight_boilerplate(hits, 0.5)
-    assert [h.payload["source"] for h in ranked] == ["a.md", "b.md", "next.md"]
-    assert ranked[2].score == pytest.approx(0.0165)
-
-
-def test_boilerplate_weight_one_changes_nothing() -> None:
-    hits = [hit("next.md", 0.033, boilerplate=True), hit("a.md", 0.030)]
-    assert downweight_boilerplate(hits, 1.0) == hits
 
 
 def test_mmr_skips_a_near_duplicate_for_a_different_passage() -> None:
@@ -64,45 +43,9 @@ def test_mmr_treats_a_second_chunk_of_a_picked_section_as_redundant() -> None:
     assert [(h.payload["source"], h.payload["chunk_index"]) for h in picked] == [("a.md", 0), ("b.md", 0), ("a.md", 1)]
 
 
-@pytest.mark.parametrize(
-    ("question", "parts"),
-    [
-        (
-            "What are the key success metrics for classification, and how do they relate to choosing a model?",
-            ["What are the key success metrics for classification?", "how do they relate to choosing a model?"],
-        ),
-        (
-            "How do I reset my password? Where do I find my API key?",
-            ["How do I reset my password?", "Where do I find my API key?"],
-        ),
-        ("What are the pros and cons of streaming?", []),
-        ("How much does the Pro plan cost?", []),
-        ("Is it cheap, and why?", []),
-    ],
-)
-def test_two_part_questions_are_split_and_single_ones_are_not(question: str, parts: list[str]) -> None:
-    assert split_question(question) == parts
-
-
-def test_fusion_rewards_chunks_found_by_several_rankings_and_counts_each_once() -> None:
-    whole = [hit("a.md", 0.9), hit("b.md", 0.8)]
-    part = [hit("b.md", 0.7), hit("c.md", 0.6)]
-    fused = fuse([whole, part], rrf_k=60)
-    assert [h.payload["source"] for h in fused] == ["b.md", "a.md", "c.md"]
-    assert fused[0].score == pytest.approx(1 / 62 + 1 / 61)
-
-
 def test_keyword_query_keeps_the_subject_words() -> None:
     assert keyword_query("How can I use the Claude for Sheets extension?") == "Claude Sheets extension"
     assert keyword_query("What is it?") == "What is it?"
-
-
-def test_lexical_reranker_lifts_the_section_whose_heading_names_the_question() -> None:
-    sibling = hit("m.md", 0.033, section="Crafting effective examples", text="Examples should be relevant and diverse.")
-    asked = hit("m.md", 0.031, section="Why use examples?", index=1, text="Examples improve accuracy and consistency.")
-    other = hit("n.md", 0.020, section="Streaming", text="Events arrive as they are produced.")
-    ranked = LexicalReranker().rerank("Why use examples when prompting?", [sibling, asked, other])
-    assert [h.payload["section"] for h in ranked] == ["Why use examples?", "Crafting effective examples", "Streaming"]
 
 
 def test_no_reranker_when_off_and_the_measured_worse_ones_are_no_setting() -> None:
@@ -110,18 +53,6 @@ def test_no_reranker_when_off_and_the_measured_worse_ones_are_no_setting() -> No
     for name in ("lexical", "heading", "learned"):
         with pytest.raises(ValueError, match="off or cross-encoder"):
             make_reranker(name)
-
-
-def test_heading_reranker_lifts_the_heading_the_question_covers_and_ignores_single_words() -> None:
-    sibling = hit("m.md", 0.033, section="Crafting effective examples for prompts")
-    asked = hit("m.md", 0.031, section="Why use examples?", index=1)
-    loose = hit("n.md", 0.032, section="Examples")  # one shared word is no evidence
-    bare = hit("p.pdf", 0.020, section="")
-    ranked = HeadingReranker(0.5).rerank("Why use examples when prompting?", [sibling, loose, asked, bare])
-    assert [h.payload["source"] for h in ranked][:2] == ["m.md", "m.md"]
-    assert ranked[0].payload["section"] == "Why use examples?"
-    assert ranked[-1].payload["source"] == "p.pdf"
-    assert HeadingReranker(0.5).rerank("anything", []) == []
 
 
 def test_title_words_come_from_the_file_name_only() -> None:
@@ -191,12 +122,3 @@ def test_the_named_sources_passages_come_first_in_their_order() -> None:
         ("faq.md", 0.7),
     ]
     assert prefer_named_source("How much does the Pro plan cost?", hits) == hits
-
-
-def test_cover_parts_adds_a_missing_parts_best_section_at_rank_three() -> None:
-    whole = [hit("a.md", 0.9, section="A"), hit("b.md", 0.8, section="B"), hit("c.md", 0.7, section="C")]
-    first_part = [hit("a.md", 0.9, section="A")]  # already in the top: nothing changes for it
-    second_part = [hit("d.md", 0.6, section="D"), hit("a.md", 0.5, section="A")]
-    ranked = cover_parts(whole, [first_part, second_part], limit=3)
-    assert [h.payload["source"] for h in ranked] == ["a.md", "b.md", "d.md"]
-    assert cover_parts(whole, [first_part], limit=3) == whole

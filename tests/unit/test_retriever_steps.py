@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from benchmarks.retrieval_lab import LAB_STEPS, add_lab_steps
-from benchmarks.retrieval_sweep import variant_retriever
 from rag_common.config.settings import StoreSettings
 from rag_common.store.answer_cache import AnswerCacheSettings
 from rag_retriever.search import Retriever, describe
@@ -65,24 +63,3 @@ def test_a_removed_setting_stops_the_service_and_says_where_it_went(name: str, m
 def test_a_measured_worse_reranker_is_refused_by_the_settings() -> None:
     with pytest.raises(ValidationError, match="cross-encoder"):
         RetrieverSettings(reranker="lexical")
-
-
-def test_the_benchmarks_still_reach_the_steps_that_left_the_service() -> None:
-    built = retriever()
-    add_lab_steps(built, "boilerplate+mmr", {"mmr_lambda": "0.5", "boilerplate_weight": "0.5"})
-    assert describe(built.steps) == DEFAULT.replace(
-        "named source first → one per section (top 5 of 30)", "boilerplate ×0.5 → named source first → mmr (λ 0.5)"
-    )
-    for name in LAB_STEPS:  # each one fits the default list
-        add_lab_steps(retriever(), name, {})
-    with pytest.raises(ValueError, match="unknown lab step 'nope'"):
-        add_lab_steps(retriever(), "nope", {})
-
-
-def test_a_sweep_variant_takes_settings_and_lab_steps_and_refuses_a_stray_key() -> None:
-    base = RetrieverSettings(second_dense=False)
-    built = variant_retriever(base, {"top_k": "3", "lab": "heading"}, NoModel(), None)  # type: ignore[arg-type]
-    assert built.settings.top_k == 3
-    assert "rerank (heading) → named source first → one per section (top 3 of 30)" in describe(built.steps)
-    with pytest.raises(ValueError, match="not a retriever setting: mmr"):
-        variant_retriever(base, {"mmr": "true"}, NoModel(), None)  # type: ignore[arg-type]

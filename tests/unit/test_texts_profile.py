@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag_common.config.texts import DEFAULT_BLOCKED, DEFAULT_REFUSAL, CollectionTexts, with_contact
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_contact_is_appended_to_a_refusal() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -24,13 +25,12 @@ from rag_common.wire.messages.assessment import (
     QuestionKind,
 )
 from rag_common.wire.names import Collection
-from rag_gateway.access import Authenticated, authenticate, require
-from rag_gateway.auth import Principal, Right
+from rag_gateway.access import Authenticated, authenticate, refused_as_not_found, require
+from rag_gateway.auth import Right
 from rag_gateway.deps import GatewayDep, ResourcesDep
 from rag_gateway.errors import ApiError, request_id
 from rag_gateway.exports import to_gift, to_markdown
 from rag_gateway.openapi import errors
-from rag_gateway.resources import Resources
 
 router = APIRouter(prefix="/v1/assessments", tags=["assessments"], dependencies=[Depends(authenticate)])
 log = logging.getLogger("rag.gateway")
@@ -104,7 +104,13 @@ async def create_assessment(
     job = Assessment(id=new_id(), request_id=rid, blueprint=blueprint, trace_id=current_trace_id())
     now = time.time()
     state = AssessmentState(
-        id=job.id, request_id=rid, trace_id=job.trace_id, blueprint=blueprint, created_at=now, updated_at=now
+        id=job.id,
+        owner=principal.owner,
+        request_id=rid,
+        trace_id=job.trace_id,
+        blueprint=blueprint,
+        created_at=now,
+        updated_at=now,
     )
     state.counts.requested = total
     state.progress.total = total
@@ -124,19 +130,40 @@ async def create_assessment(
     return AssessmentAccepted(id=job.id, status=state.status, request_id=rid)
 
 
-async def _state(resources: Resources, assessment_id: str, principal: Principal) -> AssessmentState:
-    store = resources.assessments
-    state = await store.get(assessment_id) if len(assessment_id) <= 64 else None
+ASSESSMENT_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def not_found(assessment_id: str) -> ApiError:
+    """The one 404 of an assessment id: missing, expired, or not the caller's (ids are not secrets)."""
+    shown = assessment_id if len(assessment_id) <= 80 else assessment_id[:80] + "..."
+    return ApiError(404, "assessment_not_found", f"no assessment {shown!r}")
+
+
+async def owned_assessment(
+    assessment_id: str, request: Request, resources: ResourcesDep, principal: Authenticated
+) -> AssessmentState:
+    """The caller's own assessment: made by a key of its tenant (or by its key, without a tenant),
+    in a collection it may still read. Anything else is the 404 of a missing id, decided before a
+    route answers (the event stream's 200 included)."""
+    if not ASSESSMENT_ID.fullmatch(assessment_id):
+        raise not_found(assessment_id)  # also never a bucket key the store would refuse
+    state = await resources.assessments.get(assessment_id)
     if state is None:
-        raise ApiError(404, "assessment_not_found", f"no assessment {assessment_id!r}")
-    require(principal, state.blueprint.collection, Right.READ)
+        raise not_found(assessment_id)
+    collection = state.blueprint.collection
+    if state.owner != principal.owner or not principal.can(collection, Right.READ):
+        await refused_as_not_found(resources.audit, request, principal, assessment_id, collection)
+        raise not_found(assessment_id)
     return state
 
 
+OwnedAssessment = Annotated[AssessmentState, Depends(owned_assessment)]
+
+
 @router.get("/{assessment_id}", response_model=AssessmentState, responses=errors(404))
-async def get_assessment(assessment_id: str, resources: ResourcesDep, principal: Authenticated) -> AssessmentState:
+async def get_assessment(state: OwnedAssessment) -> AssessmentState:
     """Status, progress and, once done, every question with its key, citations and validation."""
-    return await _state(resources, assessment_id, principal)
+    return state
 
 
 @router.get(
@@ -148,10 +175,10 @@ async def get_assessment(assessment_id: str, resources: ResourcesDep, principal:
     },
 )
 async def assessment_events(
-    assessment_id: str, gateway: GatewayDep, resources: ResourcesDep, principal: Authenticated
+    state: OwnedAssessment, gateway: GatewayDep, resources: ResourcesDep
 ) -> AsyncIterator[ServerSentEvent]:
     """Progress as the stages report it, then the finished paper (``done``) or the failure (``error``)."""
-    state = await _state(resources, assessment_id, principal)
+    assessment_id = state.id
     deadline = time.monotonic() + gateway.settings.assessment_timeout_s
     watcher = await resources.assessments.kv.watch(assessment_id)
     try:
@@ -212,13 +239,11 @@ _MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "m
     },
 )
 async def export_assessment(
-    assessment_id: str,
-    resources: ResourcesDep,
-    principal: Authenticated,
+    state: OwnedAssessment,
     format: Annotated[ExportFormat, Query(description="json, markdown or gift")] = "json",
 ) -> Response:
     """Download a finished assessment."""
-    state = await _state(resources, assessment_id, principal)
+    assessment_id = state.id
     if state.status != "done":
         raise ApiError(409, "assessment_not_done", f"assessment {assessment_id} is {state.status}, not done")
     media, extension = _MEDIA[format]

@@ -16,6 +16,10 @@ from rag_gateway.openapi import errors
 router = APIRouter(prefix="/v1/audit", tags=["audit"], dependencies=[Depends(require_admin)])
 
 MAX_LIMIT = 1000
+# A stream sequence is an unsigned 64-bit number, and a page starts at ``after + 1``.
+MAX_AFTER = 2**64 - 2
+# The last second of year 9999: the latest time a start time can name (Python's and NATS's dates end there).
+MAX_SINCE = 253_402_300_799
 
 
 @router.get("", response_model=AuditPage, responses=errors(422, 503))
@@ -28,8 +32,12 @@ async def read_audit(
             pattern=r"^[A-Za-z0-9-]{1,64}$", description="only events of this key id, 'admin', 'local' or 'anonymous'"
         ),
     ] = None,
-    after: Annotated[int | None, Query(ge=0, description="events after this sequence (a page's `next`)")] = None,
-    since: Annotated[float | None, Query(ge=0, description="events at or after this Unix time")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_AFTER, description="events after this sequence (a page's `next`)")
+    ] = None,
+    since: Annotated[
+        float | None, Query(ge=0, le=MAX_SINCE, description="events at or after this Unix time (at most year 9999)")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
 ) -> AuditPage:
     """Up to ``limit`` events, oldest first; pass ``next`` as ``after`` for the following page."""

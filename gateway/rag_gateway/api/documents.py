@@ -21,7 +21,7 @@ from rag_common.store.documents import (
     upload_unchanged,
 )
 from rag_common.wire import names, subjects
-from rag_common.wire.formats import SUPPORTED_EXTENSIONS
+from rag_common.wire.formats import SUPPORTED_EXTENSIONS, described
 from rag_common.wire.http_api import DocumentAccepted, DocumentList
 from rag_common.wire.messages import AuditEvent, DeleteRequested, DocumentStatus, IngestRequested
 from rag_common.wire.names import DOCUMENT_ID_RULE, check_source_name, valid_document_id
@@ -109,6 +109,34 @@ async def _read_limited(upload: UploadFile, limit: int) -> bytes:
 
 
 MAX_METADATA_CHARS = 8192
+# Arrays and objects inside one another: past this, metadata is refused before it is parsed
+# (Python's JSON parser recurses once per level, and a few thousand levels exhaust its stack).
+MAX_METADATA_DEPTH = 8
+
+
+def json_nesting(raw: str) -> int:
+    """How deep arrays and objects nest in ``raw`` (brackets inside strings do not count);
+    counted in one pass without parsing, so any depth is measured safely."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 # Room in an upload's body for the multipart framing, the collection and the metadata fields.
 MULTIPART_OVERHEAD = 64 * 1024
 
@@ -119,6 +147,10 @@ def _parse_metadata(raw: str | None) -> dict[str, str]:
         return {}
     if len(raw) > MAX_METADATA_CHARS:
         raise ApiError(422, "invalid_metadata", f"metadata is longer than {MAX_METADATA_CHARS} characters")
+    if json_nesting(raw) > MAX_METADATA_DEPTH:
+        raise ApiError(
+            422, "invalid_metadata", f"metadata nests arrays and objects more than {MAX_METADATA_DEPTH} levels deep"
+        )
     try:
         value = json.loads(raw)
     except ValueError as exc:
@@ -168,9 +200,7 @@ async def upload_document(
     gateway: GatewayDep,
     resources: ResourcesDep,
     principal: Authenticated,
-    file: Annotated[
-        UploadFile, File(description="PDF, Word (.docx), PowerPoint (.pptx), HTML, Markdown or plain-text document")
-    ],
+    file: Annotated[UploadFile, File(description=f"The document: {described()}")],
     collection: Annotated[str, Form()] = "default",
     metadata: Annotated[str | None, Form(description="JSON object of string metadata")] = None,
 ) -> DocumentAccepted:
@@ -269,16 +299,31 @@ async def _upload(
     return ("unchanged" if unchanged else "accepted"), accepted_body
 
 
+MAX_PAGE = 1000
+# A page's cursor: the collection and the id of the last document it listed.
+CURSOR_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}:[0-9a-f]{32}$"
+
+
 @router.get("", response_model=DocumentList, responses=errors(422, 503))
 async def list_documents(
-    resources: ResourcesDep, principal: Authenticated, collection: Annotated[str | None, Query()] = None
+    resources: ResourcesDep,
+    principal: Authenticated,
+    collection: Annotated[str | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents per page")] = 100,
+    after: Annotated[
+        str | None, Query(pattern=CURSOR_PATTERN, description="a page's `next`: the documents after it")
+    ] = None,
 ) -> DocumentList:
-    """Documents of the collections this caller may read (of one, with ``?collection=``)."""
+    """Documents of the collections this caller may read (of one, with ``?collection=``), by
+    collection and id, ``limit`` at a time; pass ``next`` as ``after`` for the following page."""
     if collection is not None:
         check_collection(collection)
         require(principal, collection, Right.READ)
-    records = await resources.status.list(collection)
-    return DocumentList(documents=[r for r in records if principal.can(r.collection, Right.READ)])
+    start = after.partition(":")[::2] if after else None
+    records, last = await resources.status.page(
+        collection, readable=lambda name: principal.can(name, Right.READ), after=start, limit=limit
+    )
+    return DocumentList(documents=records, next=f"{last[0]}:{last[1]}" if last else None)
 
 
 @router.get("/{document_id}", responses=errors(404, 503))

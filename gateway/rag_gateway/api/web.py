@@ -1,21 +1,40 @@
-"""The web chat page (``/``) and the embeddable widget (``/widget.js``): static files, no build step."""
+"""The web chat page (``/``) and the embeddable widget (``/widget.js``): static files, no build step.
+
+The page's upload label and file picker name the accepted formats; they are filled in from the one
+list (``rag_common.wire.formats``) when the page is served, so the page cannot offer a format the
+gateway refuses, nor miss one it takes.
+"""
 
 from __future__ import annotations
 
+import functools
+import html
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+
+from rag_common.wire.formats import accept_attribute, described
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 router = APIRouter(include_in_schema=False)
 
 
+@functools.cache
+def page_html() -> str:
+    """``index.html`` with the formats filled in (read once: the file ships with the package)."""
+    template = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    filled = template.replace("{{formats}}", html.escape(described())).replace("{{accept}}", accept_attribute())
+    if "{{" in filled:
+        raise RuntimeError(f"{STATIC_DIR / 'index.html'}: a placeholder is left unfilled")
+    return filled
+
+
 @router.get("/")
-async def page() -> FileResponse:
-    return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+async def page() -> HTMLResponse:
+    return HTMLResponse(page_html())
 
 
 @router.get("/assessments")

@@ -158,7 +158,8 @@
   async function loadCollections() {
     const mine = ++collectionsLoad; // only the latest load fills the picker
     const select = $("collection");
-    const wanted = new URLSearchParams(location.search).get("collection") || select.value || "default";
+    // The picked collection stays picked: the address's ?collection= only chooses the first one (init).
+    const wanted = select.value || new URLSearchParams(location.search).get("collection") || "default";
     let names = [];
     try {
       const response = await api("/v1/collections");
@@ -451,7 +452,10 @@
     );
   }
 
-  function showDocument(record) {
+  // A document is shown only in its own collection's list: an upload into another collection, or a
+  // status polled after the picker moved on, never lands in the list on screen.
+  function showDocument(record, into) {
+    if (into !== collection()) return;
     const list = $("documents");
     const row = documentRow(record);
     const old = list.querySelector(`[data-document="${record.document_id}"]`);
@@ -459,21 +463,48 @@
     else list.prepend(row);
   }
 
+  let documentsLoad = 0;
+
   async function loadDocuments() {
-    const response = await api(`/v1/documents?collection=${encodeURIComponent(collection())}`);
-    if (!response.ok) return;
-    const { documents } = await response.json();
+    const mine = ++documentsLoad; // a slower answer for a collection picked before must not win
+    const shown = collection();
+    // Every page, 1000 documents at a time: `next` is the cursor of the following page.
+    const documents = [];
+    let after = null;
+    do {
+      const cursor = after ? `&after=${encodeURIComponent(after)}` : "";
+      const response = await api(`/v1/documents?collection=${encodeURIComponent(shown)}&limit=1000${cursor}`);
+      if (!response.ok || mine !== documentsLoad || shown !== collection()) return;
+      const page = await response.json();
+      documents.push(...page.documents);
+      after = page.next;
+    } while (after);
+    if (mine !== documentsLoad || shown !== collection()) return;
+    documents.sort((a, b) => a.source.localeCompare(b.source));
     $("documents").replaceChildren(...documents.map(documentRow));
   }
 
-  async function waitForDocument(documentId) {
+  // The page shows one collection: its conversation, assistant name and documents.
+  function showCollection(name) {
+    const select = $("collection");
+    if (![...select.options].some((option) => option.value === name)) {
+      select.append(el("option", { value: name, text: name }));
+    }
+    select.value = name;
+    $("upload-collection").value = name;
+    restoreConversation();
+    loadProfile();
+    return loadDocuments();
+  }
+
+  async function waitForDocument(documentId, into) {
     const deadline = Date.now() + POLL_LIMIT_MS;
     while (Date.now() < deadline) {
       try {
         const response = await api(`/v1/documents/${documentId}`);
         if (response.ok) {
           const record = await response.json();
-          showDocument(record);
+          showDocument(record, into);
           if (FINAL.has(record.status)) return record;
         }
       } catch {
@@ -492,6 +523,8 @@
       $("upload-error").textContent = skipped.join("\n");
     };
     $("upload-error").textContent = "";
+    // Uploading into another collection, a new one too, moves the page there to show the files arrive.
+    if (into !== collection()) await showCollection(into);
     const waits = [];
     for (const file of files) {
       const form = new FormData();
@@ -509,8 +542,8 @@
         continue;
       }
       const accepted = await response.json();
-      showDocument({ ...accepted, chunks: 0 });
-      waits.push(waitForDocument(accepted.document_id));
+      showDocument({ ...accepted, chunks: 0 }, into);
+      waits.push(waitForDocument(accepted.document_id, into));
     }
     try {
       await Promise.all(waits);
@@ -542,12 +575,7 @@
     });
     $("stop").addEventListener("click", () => controller && controller.abort());
     $("new-conversation").addEventListener("click", startConversation);
-    $("collection").addEventListener("change", () => {
-      $("upload-collection").value = collection();
-      restoreConversation();
-      loadProfile();
-      loadDocuments();
-    });
+    $("collection").addEventListener("change", () => showCollection(collection()));
     $("upload-form").addEventListener("submit", (event) => {
       event.preventDefault();
       const files = Array.from($("files").files);

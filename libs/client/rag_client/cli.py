@@ -1,11 +1,14 @@
-"""``rag``: load a folder into a collection, ask, chat, list documents and run the evaluation."""
+"""``rag``: load a folder into a collection, ask, chat and list documents.
+
+The evaluation harness is a tool above the services (it can start them all), so it is a command of
+its own, ``rag-eval``, installed with the same package; this library neither imports nor starts it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -19,6 +22,7 @@ from rich.table import Table
 
 from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
 from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
+from rag_common.wire.formats import described
 from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import DocumentStatus
 
@@ -28,19 +32,22 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 FILE_REFUSED = frozenset({400, 413, 415, 422})
 CHAT_EXIT = {"/quit", "/exit", "/q"}
 MAX_CHAT_TURNS = 1000
-HARNESS = "rag_scorecard"  # the offline evaluation harness (tools/scorecard), run by `rag eval`
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rag`` command line: global options (gateway, key, timeout) and one subcommand per task."""
-    parser = argparse.ArgumentParser(prog="rag", description="Talk to a RAG gateway: ingest, ask, chat, docs, eval.")
+    parser = argparse.ArgumentParser(
+        prog="rag",
+        description="Talk to a RAG gateway: ingest, ask, chat, docs.",
+        epilog="The evaluation harness is its own command: rag-eval --dataset DIR.",
+    )
     parser.add_argument("--url", help=f"the gateway (default: $RAG_URL or {DEFAULT_URL})")
     parser.add_argument("--api-key", help="sent as a bearer token (default: $RAG_API_KEY)")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per request (default 90)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="upload a folder's new and changed files (--sync: delete vanished)")
-    ingest.add_argument("folder", type=Path)
+    ingest.add_argument("folder", type=Path, help=f"its files of these formats, in subfolders too: {described()}")
     ingest.add_argument("--collection", default="default")
     ingest.add_argument("--sync", action="store_true", help="also delete documents whose file is gone")
     ingest.add_argument("--no-wait", action="store_true", help="do not wait until the files are indexed")
@@ -61,21 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="list documents and their status")
     docs.add_argument("--collection", help="only this collection")
     docs.add_argument("--json", action="store_true")
-
-    commands.add_parser("eval", help=f"run the evaluation harness (arguments as `python -m {HARNESS}`)", add_help=False)
+    docs.add_argument("--limit", type=int, help="one page of this many documents (default: every document)")
+    docs.add_argument("--after", help="the page after this cursor (the `next` a page printed)")
     return parser
-
-
-def parse(argv: Sequence[str]) -> argparse.Namespace:
-    """Everything after ``eval`` belongs to the harness, options included."""
-    parser = build_parser()
-    if "eval" in argv:
-        at = list(argv).index("eval")
-        head = parser.parse_known_args(list(argv[: at + 1]))[0]
-        if head.command == "eval":
-            head.harness_args = list(argv[at + 1 :])
-            return head
-    return parser.parse_args(argv)
 
 
 def where(passage_source: str, section: str, page: int | None) -> str:
@@ -155,10 +150,18 @@ def cmd_chat(console: Console, client: RagClient, args: argparse.Namespace, read
 
 def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> int:
     """``rag docs``: the collection's documents as a table, tab-separated lines in a pipe, or JSON."""
-    records = client.documents(args.collection)
-    if args.json:
-        console.print_json(json.dumps([r.model_dump() for r in records]))
-        return EXIT_OK
+    cursor: str | None = None
+    if args.limit is None and args.after is None:
+        records = sorted(client.documents(args.collection), key=lambda r: (r.collection, r.source))
+        if args.json:
+            console.print_json(json.dumps([r.model_dump() for r in records]))
+            return EXIT_OK
+    else:  # one page; as JSON, the page itself ({"documents", "next"})
+        page = client.documents_page(args.collection, limit=args.limit, after=args.after)
+        if args.json:
+            console.print_json(page.model_dump_json())
+            return EXIT_OK
+        records, cursor = page.documents, page.next
     header = ("collection", "source", "status", "chunks", "updated", "document id")
     rows = [
         (
@@ -174,15 +177,20 @@ def cmd_docs(console: Console, client: RagClient, args: argparse.Namespace) -> i
     if not console.is_terminal:  # a pipe or a file: whole values, one tab-separated line each
         for row in (header, *rows):
             print("\t".join(row), file=console.file)
-        console.print(f"{len(records)} documents (--json for every field)")
+        console.print(f"{len(records)} documents (--json for every field)" + more(cursor))
         return EXIT_OK
     table = Table(*header[:-1])
     table.add_column(header[-1], overflow="fold")  # folded, never cut: ids are copied from here
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    console.print(f"{len(records)} documents")
+    console.print(f"{len(records)} documents" + more(cursor), markup=False)
     return EXIT_OK
+
+
+def more(cursor: str | None) -> str:
+    """How to ask for the next page, when there is one."""
+    return f"; more: rag docs --after {cursor}" if cursor else ""
 
 
 def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) -> int:
@@ -250,27 +258,11 @@ def cmd_ingest(console: Console, client: RagClient, args: argparse.Namespace) ->
     return EXIT_FAILED if failed or rejected else EXIT_OK
 
 
-def cmd_eval(args: argparse.Namespace, url_given: str | None) -> int:
-    """Run the offline harness as a process of its own (``python -m rag_scorecard``), with this interpreter.
-
-    The harness sits above the services (it starts them all when no deployment answers), so the
-    client runs it and never imports it.
-    """
-    harness_args = list(args.harness_args)
-    if url_given and "--url" not in harness_args:
-        harness_args += ["--url", url_given]
-    if args.api_key and "--api-key" not in harness_args:  # $RAG_API_KEY the harness reads itself
-        harness_args += ["--api-key", args.api_key]
-    return subprocess.run([sys.executable, "-m", HARNESS, *harness_args], check=False).returncode
-
-
 def main(argv: Sequence[str] | None = None, read: Callable[[str], str] = input) -> int:
     """Run one command; the exit code says whether it worked, failed, or was called wrongly."""
-    args = parse(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     console = Console(file=sys.stdout, highlight=False)
     url_given = args.url or os.environ.get("RAG_URL")
-    if args.command == "eval":
-        return cmd_eval(args, url_given)
     try:
         with RagClient(url_given, api_key=args.api_key, timeout_s=args.timeout) as client:
             if args.command == "ask":

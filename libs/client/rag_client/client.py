@@ -37,6 +37,12 @@ FINAL_STATES = frozenset({"indexed", "unchanged", "failed"})
 T = TypeVar("T", bound=BaseModel)
 
 
+def page_params(collection: str | None, limit: int | None, after: str | None) -> dict[str, str]:
+    """The query of one ``GET /v1/documents`` page (what is None is left to the server's default)."""
+    given = {"collection": collection, "limit": str(limit) if limit is not None else None, "after": after}
+    return {name: value for name, value in given.items() if value}
+
+
 class RagError(Exception):
     """An error answer of the API, with its status, code, message and request id."""
 
@@ -276,9 +282,21 @@ class RagClient(_Base):
         return self._get("/v1/collections", CollectionList).collections
 
     def documents(self, collection: str | None = None) -> list[DocumentStatus]:
-        """The documents of the collections this key may read (of one, with ``collection``)."""
-        params = {"collection": collection} if collection else {}
-        return self._get("/v1/documents", DocumentList, params=params).documents
+        """The documents of the collections this key may read (of one, with ``collection``), every page."""
+        found: list[DocumentStatus] = []
+        after: str | None = None
+        while True:
+            page = self.documents_page(collection, after=after)
+            found += page.documents
+            if page.next is None:
+                return found
+            after = page.next
+
+    def documents_page(
+        self, collection: str | None = None, *, limit: int | None = None, after: str | None = None
+    ) -> DocumentList:
+        """One page of :meth:`documents`; its ``next`` is the ``after`` of the following page (None: the last)."""
+        return self._get("/v1/documents", DocumentList, params=page_params(collection, limit, after))
 
     def document(self, document_id: str) -> DocumentStatus:
         """One document's status: queued, processing, indexed, unchanged, failed or deleting."""
@@ -437,9 +455,22 @@ class AsyncRagClient(_Base):
         return CollectionList.model_validate((await self._send("GET", "/v1/collections")).json()).collections
 
     async def documents(self, collection: str | None = None) -> list[DocumentStatus]:
-        """The documents of the collections this key may read (of one, with ``collection``)."""
-        params = {"collection": collection} if collection else {}
-        return DocumentList.model_validate((await self._send("GET", "/v1/documents", params=params)).json()).documents
+        """The documents of the collections this key may read (of one, with ``collection``), every page."""
+        found: list[DocumentStatus] = []
+        after: str | None = None
+        while True:
+            page = await self.documents_page(collection, after=after)
+            found += page.documents
+            if page.next is None:
+                return found
+            after = page.next
+
+    async def documents_page(
+        self, collection: str | None = None, *, limit: int | None = None, after: str | None = None
+    ) -> DocumentList:
+        """One page of :meth:`documents`; its ``next`` is the ``after`` of the following page (None: the last)."""
+        response = await self._send("GET", "/v1/documents", params=page_params(collection, limit, after))
+        return DocumentList.model_validate(response.json())
 
     async def document(self, document_id: str) -> DocumentStatus:
         """One document's status: queued, processing, indexed, unchanged, failed or deleting."""

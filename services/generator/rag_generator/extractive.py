@@ -291,7 +291,7 @@ def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | N
     sentence the chunk boundary cut in two), and a line of code has no stored vector: such a unit
     takes its passage's median stored score, neither promoted nor sunk by the semantic side, so
     words, its type and the rank prior place it (sending the whole ranking to the model instead
-    cost 13 of 100 benchmark answers ~130 ms of CPU each: benchmarks.profiles generation).
+    cost 13 of 100 benchmark answers ~130 ms of CPU each: the generation profile).
     """
     found = []
     for unit in units:

@@ -57,6 +57,7 @@ def create_app(settings: IngestSettings, telemetry: ServiceTelemetry | None = No
         objects, kv = await open_buckets(broker, settings)
         index = await open_document_index(broker, settings, invalidations=ingestor.invalidations)
         ingestor.objects, ingestor.status = objects, StatusStore(kv, index)
+        ingestor.js = broker.connection.jetstream()
         sweeping.append(asyncio.create_task(sweep_forever()))
 
     app = create_service(broker, settings, telemetry, load=load, connected=connected)

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from faststream.nats import NatsBroker
+from nats.js import JetStreamContext
 from prometheus_client import Counter
 
 from rag_common.store.answer_cache import invalidation_counter
@@ -37,7 +38,7 @@ from rag_common.wire.messages import DeleteRequested, IngestRequested
 from rag_common.wire.names import valid_collection
 from rag_ingest.parsing import ParseError, UnsupportedFileType
 from rag_ingest.pipeline import TooManyChunks, index_document, index_version
-from rag_ingest.reconcile import remove_orphans
+from rag_ingest.reconcile import purge_delete_markers, remove_orphans
 from rag_ingest.settings import IngestSettings
 
 log = logging.getLogger("rag.ingest")
@@ -53,6 +54,7 @@ class Ingestor:
     store: Store
     objects: Any
     status: StatusStore
+    js: JetStreamContext | None = None  # for the sweep's purges of delete markers
 
     def __init__(self, settings: IngestSettings, telemetry: ServiceTelemetry) -> None:
         self.settings = settings
@@ -214,7 +216,8 @@ class Ingestor:
 
     async def sweep_orphans(self) -> list[str]:
         """Bring the listing index in line with the status records (``rag_common.store.docindex``), then
-        delete stored bytes no status record names (``rag_ingest.reconcile``)."""
+        delete stored bytes no status record names, and purge the markers deleted bytes leave
+        (``rag_ingest.reconcile``)."""
         added, removed, recounted = await self.status.repair_index()
         if added or removed or recounted:
             log.info(
@@ -223,7 +226,10 @@ class Ingestor:
                 removed,
                 ", ".join(recounted) or "no collection",
             )
-        return await remove_orphans(self.objects, self.status, grace_s=self.settings.orphan_grace_s)
+        orphans = await remove_orphans(self.objects, self.status, grace_s=self.settings.orphan_grace_s)
+        if self.js is not None:  # after the orphans: their deletes leave markers too
+            await purge_delete_markers(self.js, self.objects, subjects.DOCUMENTS_BUCKET)
+        return orphans
 
 
 def subscribe(broker: NatsBroker, ingestor: Ingestor) -> None:

@@ -11,14 +11,23 @@ a race between uploads of one name). An object is an orphan when:
 An object younger than the grace period is never deleted, whatever the records say: the gateway
 stores an upload's bytes before it writes the status record that accepts them, so a fresh object
 without a record may be an upload being accepted right now. Names of any other shape are left alone.
+
+A deleted object leaves a marker in the bucket's stream (its meta message, flagged deleted, about
+half a kilobyte) that nats-py's object store keeps forever; one per failed version adds up. The
+sweep purges each marker from its meta subject (``$O.<bucket>.M.<name in base64url>``, the object
+store's layout), up to the marker's own sequence only: an object stored again under that name
+meanwhile is a later message and stays.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from rag_common.store.documents import StatusStore
@@ -89,3 +98,34 @@ async def remove_orphans(objects: Any, status: StatusStore, *, grace_s: float) -
     if removed:
         log.info("deleted %d orphan objects (no status record reads them)", len(removed))
     return removed
+
+
+def meta_subject(bucket: str, name: str) -> str:
+    """The subject of an object's meta messages in the object store's stream."""
+    return f"$O.{bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+
+
+async def purge_delete_markers(js: JetStreamContext, objects: Any, bucket: str) -> int:
+    """Purge the markers deleted objects left in the bucket's stream; how many were purged."""
+    try:
+        infos = await objects.list(ignore_deletes=False)
+    except NotFoundError:  # an empty bucket
+        return 0
+    stream = f"OBJ_{bucket}"
+    purged = 0
+    for info in infos:
+        if not getattr(info, "deleted", False):
+            continue
+        subject = meta_subject(bucket, str(info.name))
+        try:
+            last = await js.get_last_msg(stream, subject)
+            if last.seq is None or not json.loads(last.data or b"{}").get("deleted"):
+                continue  # stored again since the listing: an object, not a marker
+            await js.purge_stream(stream, subject=subject, seq=last.seq + 1)
+        except Exception as exc:  # purged meanwhile by another replica's sweep
+            log.debug("delete marker of %s not purged: %r", info.name, exc)
+            continue
+        purged += 1
+    if purged:
+        log.info("purged %d delete markers from %s", purged, stream)
+    return purged

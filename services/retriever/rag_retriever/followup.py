@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_common.text.phrases import noun_phrases
 from rag_common.text.words import QUESTION_WORDS, STOP_WORDS
 from rag_common.text.words import words as words_in
 from rag_common.wire.messages import Turn
@@ -79,13 +80,19 @@ def _has_capitalised_name(text: str) -> bool:
 
 
 def subject_of(question: str) -> str:
-    """The thing an earlier question was about: its first noun phrase that names something.
+    """The thing an earlier question was about: a noun phrase, never a verb fragment.
 
-    A phrase led by a determiner and holding a capitalised word wins ("the Business plan"), then
-    any determiner phrase ("the API rate limit"), then a run of capitalised words ("Google
-    Calendar sync").
+    The parse's noun phrases come first: one holding a name ("the Business plan"), then the
+    subject or object of the question ("single sign-on" in "How do I set up single sign-on?"), then
+    any. When the parse finds none, the first phrase led by a determiner ("the API rate limit"),
+    then the question's last content words.
     """
     text = question.strip().rstrip("?.! ")
+    phrases = noun_phrases(question.strip())
+    for wanted in (lambda p: p.named, lambda p: p.argument, lambda p: True):
+        chosen = next((p for p in phrases if wanted(p)), None)
+        if chosen is not None:
+            return _as_the(chosen.text)
     candidates: list[str] = []
     for match in _DETERMINER.finditer(text):
         words: list[str] = []
@@ -95,19 +102,8 @@ def subject_of(question: str) -> str:
             words.append(word)
         if words:
             candidates.append(f"{match.group().strip().lower()} {' '.join(words)}")
-    named = [c for c in candidates if any(w[0].isupper() for w in c.split()[1:])]
-    if named:
-        return _as_the(named[0])
     if candidates:
         return _as_the(candidates[0])
-    run: list[str] = []
-    for word in words_in(text)[1:]:
-        if word[0].isupper() or (run and word.lower() not in _PHRASE_END):
-            run.append(word)
-        elif run:
-            break
-    if run:
-        return " ".join(run)
     content = [w for w in words_in(text) if w.lower() not in _PHRASE_END]
     return " ".join(content[-3:])
 

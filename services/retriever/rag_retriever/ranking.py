@@ -1,7 +1,7 @@
 """Ranking rules between the fused search hits and the passages (pure functions, no I/O): the
 weighted score fusion of three rankings, the keyword query for the sparse (BM25) side, and putting
 first the document a question names by its title. Measured in docs/EVALUATION.md; the rules
-measured worse live in ``benchmarks/retrieval_lab.py``.
+measured worse left the tree (docs/decisions/0275-the-lab-leaves-the-tree.md).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from rag_common.store.vectors import Hit
 from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, words
+from rag_common.wire.formats import FILE_WORDS
 
 K = TypeVar("K", bound=Hashable)
 
@@ -81,7 +82,6 @@ def title_words(source: str) -> frozenset[str]:
 
 _CUES = frozenset("according in from under by per within for with of".split())
 _ARTICLES = frozenset("the our your a an this that".split())
-_FILE_WORDS = frozenset("pdf md txt markdown docx".split())
 
 
 def named_source(question: str, sources: Sequence[str]) -> str | None:
@@ -116,7 +116,7 @@ def named_source(question: str, sources: Sequence[str]) -> str | None:
         count = 0
         for j, needed in starts:
             seen: set[str] = set()
-            while j < len(words) and (words[j] in title or words[j] in _FILE_WORDS or words[j].isdigit()):
+            while j < len(words) and (words[j] in title or words[j] in FILE_WORDS or words[j].isdigit()):
                 if words[j] in title:
                     seen.add(words[j])
                 j += 1

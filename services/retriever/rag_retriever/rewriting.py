@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
@@ -51,7 +52,8 @@ async def rewrite(question: str, history: Sequence[Turn], settings: RetrieverSet
                 return Rewrite(text, "llm")
             if text == question:
                 return None
-    return rewrite_followup(question, history)
+    # Off the event loop: the rules parse the previous question, and the first parse loads the parser.
+    return await asyncio.to_thread(rewrite_followup, question, history)
 
 
 async def _ask_model(question: str, history: Sequence[Turn], settings: RetrieverSettings) -> str:

@@ -7,8 +7,8 @@ question names; pick the ``top_k`` with one chunk per section first; keep them w
 budget; join each with its neighbouring chunks; refuse below the collection's threshold (or when
 the passages miss the question's words); score their quotable sentences for the generator.
 
-Every step reads and writes one ``Pass``. Ranking ideas measured worse than this list live in
-``benchmarks/retrieval_lab.py`` with their figures in docs/decisions/0200-retriever-steps.md.
+Every step reads and writes one ``Pass``. Ranking ideas measured worse than this list left the
+tree, with their figures in docs/decisions/0200-retriever-steps.md and docs/decisions/0275-the-lab-leaves-the-tree.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m rag_scorecard``: the command line of the offline evaluation."""
+"""``rag-eval`` (or ``python -m rag_scorecard``): the command line of the offline evaluation."""
 
 from __future__ import annotations
 
@@ -21,11 +21,15 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m rag_scorecard",
+        prog="rag-eval",
         description="Ingest a dataset's corpus, ask its questions through the HTTP API, score the answers.",
     )
     parser.add_argument("--dataset", type=Path, required=True, help="folder with corpus/ and questions.jsonl")
-    parser.add_argument("--url", help=f"a running deployment (default: {DEFAULT_URL} if it answers, else in-process)")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("RAG_URL"),
+        help=f"a running deployment (default: $RAG_URL, else {DEFAULT_URL} if it answers, else in-process)",
+    )
     parser.add_argument(
         "--api-key", default=os.environ.get("RAG_API_KEY"), help="sent as a bearer token (default: $RAG_API_KEY)"
     )
@@ -87,5 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK if result.passed else EXIT_FAILED
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``rag-eval`` console script."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

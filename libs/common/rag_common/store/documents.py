@@ -18,6 +18,7 @@ agree on lives here so neither builds a name or judges a version on its own:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import uuid
 from collections import Counter
@@ -317,6 +318,37 @@ class StatusStore:
             found = [await self.get(k) for k in keys]
         records = [r for r in found if r is not None and (collection is None or r.collection == collection)]
         return sorted(records, key=lambda r: (r.collection, r.source))
+
+    async def page(
+        self,
+        collection: str | None = None,
+        *,
+        readable: Callable[[str], bool] | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = 100,
+    ) -> tuple[builtins.list[DocumentStatus], tuple[str, str] | None]:
+        """One page of records, by (collection, document id), and the next page's cursor (None at the end).
+
+        Up to ``limit`` records of the ``readable`` collections (of one, with ``collection``) after ``after``.
+
+        With the index, only the page's records are read: a page costs the same in a collection
+        of ten documents as in one of a hundred thousand (besides the index's key listing).
+        """
+        if self.index is not None:
+            if collection is not None:
+                keys = [(collection, k) for k in await self.index.documents(collection)]
+            else:
+                keys = await self.index.all_documents()
+        else:
+            keys = [(r.collection, r.document_id) for r in await self.list(collection)]
+        pending = sorted(k for k in keys if (readable is None or readable(k[0])) and (after is None or k > after))
+        records: builtins.list[DocumentStatus] = []
+        while pending and len(records) < limit:
+            batch, pending = pending[: limit - len(records)], pending[limit - len(records) :]
+            found = await asyncio.gather(*(self.get(document_id) for _, document_id in batch))
+            records += [r for (name, _), r in zip(batch, found, strict=True) if r is not None and r.collection == name]
+        last = (records[-1].collection, records[-1].document_id) if records and pending else None
+        return records, last
 
     async def collection_counts(self) -> dict[str, int]:
         """Documents per collection, for the collections holding any.

@@ -141,6 +141,7 @@ class DocumentAccepted(BaseModel):
 
 class DocumentList(BaseModel):  # noqa: D101 (a docstring would change its published schema description)
     documents: list[DocumentStatus]
+    next: str | None = Field(None, description="pass as `after` for the following page; null on the last page")
 
 
 class CollectionInfo(BaseModel):  # noqa: D101 (a docstring would change its published schema description)

@@ -203,6 +203,10 @@ class AssessmentState(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str
+    owner: str = Field(
+        "",
+        description="who may read it: the tenant of the key that created it, else that key (``tenant-…``, ``key-…``)",
+    )
     status: AssessmentStatus = "queued"
     request_id: str = ""
     trace_id: str = ""
