@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from rag_common.config.texts import DEFAULT_BLOCKED
-from rag_common.text.withheld import WITHHELD
+from rag_common.wire.withheld import WITHHELD
 from tests.support.hostile_corpus import PLANTED_FORMS
 from tests.support.http import ask, parse_sse, upload_and_wait
 from tests.support.system import System

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.text.withheld import WITHHELD
 from rag_common.wire.http_api import ANSWER_PARTS, Answer
 from rag_common.wire.messages import Draft, Evaluation, Passage, Query, QueryAnswered, Retrieval, Route, Usage
+from rag_common.wire.withheld import WITHHELD
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,6 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, AliasGenerator, AliasPath, BaseModel, ConfigDict, Field
 
-from rag_common.text.withheld import withhold_spans
 from rag_common.wire.messages import (
     AuditEvent,
     DocumentState,
@@ -17,6 +16,7 @@ from rag_common.wire.messages import (
     Turn,
     Usage,
 )
+from rag_common.wire.withheld import withhold_spans
 
 # Where each field of the answer body is in the final message's parts (``QueryAnswered``); the
 # fields not listed (citations, route, timings_ms) have the same name there.
