@@ -444,11 +444,14 @@
   function documentRow(record) {
     const chunks = record.chunks ? `, ${record.chunks} chunks` : "";
     const error = record.error ? ` — ${record.error}` : "";
+    // Text the file hides from its reader (white, tiny, off-slide...) was left out: say so, with why.
+    const hiddenParts = Object.entries(record.hidden_text || {}).map(([why, n]) => `${why}: ${n}`);
+    const hidden = hiddenParts.length ? ` — hidden text left out (${hiddenParts.join(", ")})` : "";
     return el(
       "li",
       { "data-document": record.document_id, "data-status": record.status },
       el("span", { text: record.source }),
-      el("span", { class: `status-${record.status}`, text: `${record.status}${chunks}${error}` }),
+      el("span", { class: `status-${record.status}`, text: `${record.status}${chunks}${error}${hidden}` }),
     );
   }
 
