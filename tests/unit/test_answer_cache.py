@@ -9,18 +9,16 @@ import numpy as np
 import pytest
 
 from rag_common.store.answer_cache import (
-    Mirror,
     context_digest,
-    decode_vector,
-    encode_vector,
     fits,
     normalize,
     question_digest,
-    same_anchors,
     served,
     why_not_kept,
     why_not_looked_up,
 )
+from rag_common.store.cache_match import same_anchors
+from rag_common.store.cache_mirror import Mirror, decode_vector, encode_vector
 from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import (
     CacheKey,
