@@ -242,6 +242,22 @@ def test_the_mirror_never_matches_across_anchors_versions_contexts_tenants_or_ag
     assert len(mirror) == 0  # an older version's questions are dropped once a newer one is seen
 
 
+@pytest.mark.parametrize(
+    ("kept", "asked"),
+    [
+        ("Which plan includes SSO?", "Which plan does not include SSO?"),
+        ("Which plan has the most storage?", "Which plan has the fewest projects?"),
+        ("is data residency available in the eu", "is data residency available in the us"),
+        ("how much does the pro plan cost monthly", "how much does the pro plan cost annually"),
+    ],
+)
+def test_the_mirror_never_serves_a_question_of_opposite_meaning_however_close(kept: str, asked: str) -> None:
+    mirror = Mirror()
+    mirror.put("q.a", record(kept, [1.0, 0.0]))
+    assert mirror.nearest(SCOPE, [1.0, 0.0], asked, min_cosine=0.5, not_before=0) is None
+    assert mirror.nearest(SCOPE, [1.0, 0.0], kept.upper(), min_cosine=0.5, not_before=0) is not None
+
+
 def test_a_removed_question_is_no_longer_found() -> None:
     mirror = Mirror()
     mirror.put("q.a", record("How much does the Business plan cost?", [1.0, 0.0]))

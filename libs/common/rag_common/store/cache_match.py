@@ -207,15 +207,23 @@ def anchors(text: str) -> set[str]:
     return found
 
 
+@lru_cache(maxsize=4096)
+def _anchored(question: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A question's anchors and words, case-folded, a qualifier as its canonical value ("europe": "region:eu")."""
+    return (
+        frozenset(QUALIFIER_OF.get(w, w) for w in anchors(question)),
+        frozenset(QUALIFIER_OF.get(w.casefold(), w.casefold()) for w in words(question)),
+    )
+
+
 def same_anchors(a: str, b: str) -> bool:
     """Whether every anchor of each question appears among the other's words.
 
-    So "the pro plan" matches "the Pro plan", but "Pro" never matches "Business", nor "10 users"
-    "20 users".
+    So "the pro plan" matches "the Pro plan", and "EU" matches "europe" (one qualifier), but "Pro"
+    never matches "Business", nor "10 users" "20 users".
     """
-    words_a = {w.casefold() for w in words(a)}
-    words_b = {w.casefold() for w in words(b)}
-    return anchors(a) <= words_b and anchors(b) <= words_a
+    (anchors_a, words_a), (anchors_b, words_b) = _anchored(a), _anchored(b)
+    return anchors_a <= words_b and anchors_b <= words_a
 
 
 # --- sense ------------------------------------------------------------------------------------------
