@@ -135,15 +135,14 @@ QUALIFIERS: Mapping[str, str] = {
     "environment": "production prod=production staging sandbox",
     "product": "slack teams github gitlab jira asana trello zapier google outlook salesforce okta zoom dropbox "
     "notion figma",
-    "quantifier": "all every=all only=only solely=only exclusively=only",
+    "quantifier": "all every=all only solely=only exclusively=only",
     "number": "two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty hundred "
     "thousand million billion half twice double triple dozen",
     "date": "january february march april june july august september october november december monday "
     "tuesday wednesday thursday friday saturday sunday weekend",
 }
 # A period's unit after one of these words: "per month", "a year", "every week".
-UNITS = {"second": "second", "minute": "minute", "hour": "hour", "day": "day", "week": "week", "month": "month"}
-UNITS |= {"quarter": "quarter", "year": "year"}
+UNITS = frozenset("second minute hour day week month quarter year".split())
 PER = frozenset("per a an each every".split())
 # "us" after these is the pronoun, not the region ("contact us", "let us").
 US_PRONOUN_AFTER = frozenset(
@@ -297,7 +296,7 @@ def _reading(word: str, before: str, after: str) -> _Reading:
     if word in QUALIFIER_OF and not (word == "us" and before in US_PRONOUN_AFTER):
         return _Reading(feature=QUALIFIER_OF[word])
     if before in PER and word.rstrip("s") in UNITS:
-        return _Reading(feature=f"period:{UNITS[word.rstrip('s')]}")
+        return _Reading(feature=f"period:{word.rstrip('s')}")
     if stem(word) in OPPOSITES:
         return _Reading(pole=OPPOSITES[stem(word)])
     # A word before "plan", "region", "integration" names one; a number is an anchor already.
