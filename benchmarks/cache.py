@@ -4,10 +4,13 @@ Two measurements on the sample corpus, ``samples/orbitly``:
 
 1. **The threshold.** ``samples/orbitly/cache_pairs.jsonl`` pairs a kept question with one asked
    later: near-misses (another plan, another number, the opposite action: another answer) and
-   rephrasings (the same answer). Each pair's MiniLM cosine and whether the anchors agree
-   (``rag_common.store.answer_cache.same_anchors``) give the closest near-miss the cache could serve and
-   the share of rephrasings served at ``RAG_ANSWER_CACHE_MIN_COSINE``. No system runs: the cosine is
-   the lookup's own.
+   rephrasings (the same answer). Each pair's MiniLM cosine and whether the two may share an
+   answer otherwise (``rag_common.store.cache_match.may_serve``: the same anchors, negations,
+   degrees and qualifiers) give the closest near-miss the cache could serve and the share of
+   rephrasings served at ``RAG_ANSWER_CACHE_MIN_COSINE``. ``cache_adversarial.jsonl`` is scored the
+   same way: opposite meanings in close words (negations, comparatives, regions, periods, plans in
+   lower case) that must never share an answer, and rephrasings of them. No system runs: the
+   cosine is the lookup's own.
 2. **A hit through the gateway.** The whole system on a private nats-server with the cache on and
    the corpus loaded; every single-turn question of ``questions.jsonl`` asked once (each a full
    answer: the collection's index version is moved first, so nothing is cached) and then again
@@ -32,7 +35,8 @@ import numpy as np
 
 from benchmarks.loadgen import LoadResult, LoadSpec, run_load_process
 from benchmarks.system import private_nats, stack_options
-from rag_common.store.answer_cache import DEFAULT_MIN_COSINE, normalize, same_anchors
+from rag_common.store.answer_cache import DEFAULT_MIN_COSINE, normalize
+from rag_common.store.cache_match import may_serve
 from rag_common.store.docindex import DocumentIndex
 from rag_common.store.embedding import Embedder
 from rag_common.wire import subjects
@@ -58,10 +62,13 @@ class Pair:
 class Scored:
     pair: Pair
     cosine: float
-    anchors_agree: bool
+    agree: bool  # the same anchors and the same sense (``may_serve``)
 
     def hit(self, min_cosine: float) -> bool:
-        return self.cosine >= min_cosine and self.anchors_agree
+        return self.cosine >= min_cosine and self.agree
+
+
+ADVERSARIAL = SAMPLE / "cache_adversarial.jsonl"
 
 
 def load_pairs(path: Path = SAMPLE / "cache_pairs.jsonl") -> list[Pair]:
@@ -69,13 +76,13 @@ def load_pairs(path: Path = SAMPLE / "cache_pairs.jsonl") -> list[Pair]:
 
 
 def score_pairs(embedder: Embedder, pairs: list[Pair]) -> list[Scored]:
-    """Each pair's cosine as the lookup computes it (the questions' query vectors) and its anchors."""
+    """Each pair's cosine as the lookup computes it (the questions' query vectors), and whether it may serve."""
     scored = []
     for pair in pairs:
         kept = np.asarray(embedder.embed_query(pair.kept)[0], dtype=np.float32)
         asked = np.asarray(embedder.embed_query(pair.asked)[0], dtype=np.float32)
         cosine = float(kept @ asked / (np.linalg.norm(kept) * np.linalg.norm(asked)))
-        scored.append(Scored(pair, round(cosine, 4), same_anchors(pair.kept, pair.asked)))
+        scored.append(Scored(pair, round(cosine, 4), may_serve(pair.kept, pair.asked)))
     return scored
 
 
@@ -83,7 +90,7 @@ def threshold_figures(scored: list[Scored], min_cosine: float = DEFAULT_MIN_COSI
     """What the pairs say about ``min_cosine``: the closest near-misses, and how many of each kind it serves."""
     near = [s for s in scored if not s.pair.same]
     same = [s for s in scored if s.pair.same]
-    through = [s for s in near if s.anchors_agree]  # the near-misses only the cosine can stop
+    through = [s for s in near if s.agree]  # the near-misses only the cosine can stop
     closest = max(near, key=lambda s: s.cosine)
     closest_through = max(through, key=lambda s: s.cosine) if through else None
     return {
@@ -92,8 +99,8 @@ def threshold_figures(scored: list[Scored], min_cosine: float = DEFAULT_MIN_COSI
         "rephrasings": len(same),
         "near_miss_max_cosine": closest.cosine,
         "near_miss_max": [closest.pair.kept, closest.pair.asked],
-        "near_miss_max_cosine_same_anchors": closest_through.cosine if closest_through else None,
-        "near_miss_max_same_anchors": (
+        "near_miss_max_cosine_agreeing": closest_through.cosine if closest_through else None,
+        "near_miss_max_agreeing": (
             [closest_through.pair.kept, closest_through.pair.asked] if closest_through else None
         ),
         "near_miss_hits": sum(s.hit(min_cosine) for s in near),
@@ -101,7 +108,7 @@ def threshold_figures(scored: list[Scored], min_cosine: float = DEFAULT_MIN_COSI
         "rephrasing_cosines": sorted(s.cosine for s in same),
         "pairs": [
             {"kept": s.pair.kept, "asked": s.pair.asked, "same": s.pair.same, "cosine": s.cosine,
-             "anchors_agree": s.anchors_agree, "hit": s.hit(min_cosine)}
+             "agree": s.agree, "hit": s.hit(min_cosine)}
             for s in scored
         ],
     }  # fmt: skip
@@ -115,14 +122,14 @@ def record_threshold(embedder: Embedder, record: Record) -> dict[str, Any]:
         figures["near_miss_hits"],
         "pairs",
         f"near-miss pairs of samples/orbitly/cache_pairs.jsonl served at cosine ≥ {figures['min_cosine']} "
-        f"with the same anchors, of {near} (another plan, number, action: must be 0)",
+        f"with the same anchors and sense, of {near} (another plan, number, action: must be 0)",
         figures,
     )
     record(
-        "cache.near_miss_max_cosine_same_anchors",
-        figures["near_miss_max_cosine_same_anchors"] or 0.0,
+        "cache.near_miss_max_cosine_agreeing",
+        figures["near_miss_max_cosine_agreeing"] or 0.0,
         "cosine",
-        "the closest near-miss whose anchors agree: what the threshold must stay above",
+        "the closest near-miss whose anchors and sense agree: what the threshold must stay above",
         None,
     )
     record(
@@ -132,11 +139,29 @@ def record_threshold(embedder: Embedder, record: Record) -> dict[str, Any]:
         f"rephrasings served at the default threshold, of {same}",
         None,
     )
+    adversarial = threshold_figures(score_pairs(embedder, load_pairs(ADVERSARIAL)))
+    record(
+        "cache.adversarial_wrong_hits",
+        adversarial["near_miss_hits"],
+        "pairs",
+        f"pairs of opposite meaning of samples/orbitly/cache_adversarial.jsonl served, of "
+        f"{adversarial['near_misses']} (negations, degrees, regions, periods, plans: must be 0)",
+        adversarial,
+    )
+    record(
+        "cache.adversarial_rephrasing_hit_share",
+        adversarial["rephrasing_hits"] / adversarial["rephrasings"],
+        "ratio",
+        f"rephrasings of samples/orbitly/cache_adversarial.jsonl served, of {adversarial['rephrasings']}",
+        None,
+    )
     print(
         f"  threshold {figures['min_cosine']}: near-misses served {figures['near_miss_hits']}/{near} "
-        f"(closest {figures['near_miss_max_cosine']:.4f}, closest with the same anchors "
-        f"{figures['near_miss_max_cosine_same_anchors']:.4f}: {' / '.join(figures['near_miss_max_same_anchors'])}); "
-        f"rephrasings served {figures['rephrasing_hits']}/{same}",
+        f"(closest {figures['near_miss_max_cosine']:.4f}, closest that agrees otherwise "
+        f"{figures['near_miss_max_cosine_agreeing']:.4f}: {' / '.join(figures['near_miss_max_agreeing'])}); "
+        f"rephrasings served {figures['rephrasing_hits']}/{same}; adversarial pairs served "
+        f"{adversarial['near_miss_hits']}/{adversarial['near_misses']}, their rephrasings "
+        f"{adversarial['rephrasing_hits']}/{adversarial['rephrasings']}",
         flush=True,
     )
     return figures

@@ -85,6 +85,7 @@ SLICE_TARGETS = (
     ),
     Target("cache.hit_over_full_p50", "<=", 0.2, "an answer-cache hit's p50 ≤ 0.2× a full answer's (gateway)"),
     Target("cache.near_miss_hits", "<=", 0, "no near-miss pair of samples/orbitly served at the default threshold"),
+    Target("cache.adversarial_wrong_hits", "<=", 0, "no pair of opposite meaning of samples/orbitly served"),
 )
 # Figures measured a second time on the whole shared corpus carry this prefix (the ratios are
 # judged on the slice and on the whole set, 1.6k chunks, in one run): the same query targets hold.

@@ -1,8 +1,11 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 for tests: real HTTP, streaming included.
 
 It answers every chat completion with a fixed text (in several SSE chunks when streaming), or with
-``echo=True`` repeats its whole prompt word by word as a tiny local model does, and records the
-requests, so a test can check what the generator sent.
+``echo=True`` repeats its whole prompt word by word as a tiny local model does, or with
+``concise=True`` answers with the one passage sentence that shares the most words with the
+question, cited, as a concise model tier does (the answer names one entity's fact, so a cache
+that serves it to a question of opposite meaning is plainly wrong). It records the requests, so a
+test can check what the generator sent.
 """
 
 from __future__ import annotations
@@ -18,15 +21,47 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from rag_common.text.sentences import split_sentences
+from rag_common.text.words import terms
+
 REPLY_CHUNKS = ["Orbitly Pro ", "is billed per user ", "each month [1]."]
+# A passage as the generator's prompt frames it (``rag_generator.prompting.format_context``).
+PASSAGE = re.compile(r'<passage-[0-9a-f]+ n="(\d+)"[^>]*>\n(.*?)\n</passage-[0-9a-f]+>', re.DOTALL)
+
+
+def concise_reply(messages: list[dict[str, Any]]) -> str:
+    """The passage sentence sharing the most words with the question, cited as ``[n]``; the first on a tie.
+
+    What a concise model writes: one sentence, one entity's fact. With no sentence sharing a word,
+    the refusal the system prompt asks for.
+    """
+    refusal = re.search(r'reply exactly: "(.*)"', str(messages[0].get("content", "")))
+    prompt = str(messages[-1].get("content", ""))
+    question = terms(prompt.rpartition("Question:")[2])
+    best: tuple[int, str, str] | None = None
+    for n, text in PASSAGE.findall(prompt):
+        for line in text.splitlines():
+            for sentence in split_sentences(line.strip().lstrip("-*# ").strip()):
+                overlap = len(terms(sentence) & question)
+                if overlap and (best is None or overlap > best[0]):
+                    best = overlap, sentence, n
+    if best is None:
+        return refusal.group(1) if refusal else "I don't know."
+    _, sentence, n = best
+    return f"{sentence.rstrip('.')} [{n}]."
 
 
 class FakeLLM:
     def __init__(
-        self, chunks: list[str] | None = None, failing_models: frozenset[str] = frozenset(), echo: bool = False
+        self,
+        chunks: list[str] | None = None,
+        failing_models: frozenset[str] = frozenset(),
+        echo: bool = False,
+        concise: bool = False,
     ) -> None:
         self.chunks = chunks or REPLY_CHUNKS
         self.echo = echo  # answer with the prompt itself, one word (and its spaces) per chunk
+        self.concise = concise  # answer with the best-matching passage sentence (``concise_reply``)
         self.failing_models = failing_models  # these answer 500, as a provider outage would
         self.requests: list[dict[str, Any]] = []
         self.app = FastAPI()
@@ -47,6 +82,8 @@ class FakeLLM:
         if self.echo:
             prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
             chunks = re.findall(r"\s*\S+", prompt)
+        if self.concise:
+            chunks = re.findall(r"\s*\S+", concise_reply(body.get("messages", [])))
         if not body.get("stream"):
             return JSONResponse(
                 {

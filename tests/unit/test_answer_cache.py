@@ -9,18 +9,16 @@ import numpy as np
 import pytest
 
 from rag_common.store.answer_cache import (
-    Mirror,
     context_digest,
-    decode_vector,
-    encode_vector,
     fits,
     normalize,
     question_digest,
-    same_anchors,
     served,
     why_not_kept,
     why_not_looked_up,
 )
+from rag_common.store.cache_match import same_anchors
+from rag_common.store.cache_mirror import Mirror, decode_vector, encode_vector
 from rag_common.wire.http_api import Answer
 from rag_common.wire.messages import (
     CacheKey,
@@ -242,6 +240,22 @@ def test_the_mirror_never_matches_across_anchors_versions_contexts_tenants_or_ag
     newer = SCOPE.model_copy(update={"version": 8})
     assert mirror.nearest(newer, same, ask, min_cosine=0.9, not_before=0) is None
     assert len(mirror) == 0  # an older version's questions are dropped once a newer one is seen
+
+
+@pytest.mark.parametrize(
+    ("kept", "asked"),
+    [
+        ("Which plan includes SSO?", "Which plan does not include SSO?"),
+        ("Which plan has the most storage?", "Which plan has the fewest projects?"),
+        ("is data residency available in the eu", "is data residency available in the us"),
+        ("how much does the pro plan cost monthly", "how much does the pro plan cost annually"),
+    ],
+)
+def test_the_mirror_never_serves_a_question_of_opposite_meaning_however_close(kept: str, asked: str) -> None:
+    mirror = Mirror()
+    mirror.put("q.a", record(kept, [1.0, 0.0]))
+    assert mirror.nearest(SCOPE, [1.0, 0.0], asked, min_cosine=0.5, not_before=0) is None
+    assert mirror.nearest(SCOPE, [1.0, 0.0], kept.upper(), min_cosine=0.5, not_before=0) is not None
 
 
 def test_a_removed_question_is_no_longer_found() -> None:

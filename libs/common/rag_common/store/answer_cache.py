@@ -18,13 +18,17 @@ A question is served from the cache when, all at once:
 - an answer is kept under the same tenant and collection (both in the key), the same filters and
   selected text (``context_digest``), and the collection's current index version
   (``DocumentIndex.version``: every upload, delete or profile change moves it);
-- the kept question's MiniLM cosine to it is at least ``RAG_ANSWER_CACHE_MIN_COSINE`` and both
-  name the same numbers and capitalised names (``same_anchors``: "Pro" and "Business" differ
-  however close the sentences are). The same normalised question is found by its key at once.
+- the kept question's MiniLM cosine to it is at least ``RAG_ANSWER_CACHE_MIN_COSINE``, both
+  name the same numbers and capitalised names ("Pro" and "Business" differ however close the
+  sentences are), and both mean the same way: the same negations, comparatives and superlatives,
+  regions, periods and plans, whatever the case ("does not include" never meets "includes", nor
+  "eu" "us": ``cache_match.may_serve``, docs/decisions/0265-cache-knows-meaning.md). The same
+  normalised question is found by its key at once.
 
 The gateway serves the same question verbatim before queuing it (``AnswerCache.verbatim``: two
 key-value reads, no hop). Otherwise the retriever looks up first thing (the same normalised
-question by its key, before any model run; then, with the question embedded, the nearest kept one)
+question by its key, before any model run; then, with the question embedded, the nearest kept one
+in its in-memory ``Mirror``)
 and, on a hit, sends the kept answer to the gateway itself (``served``); on a miss it hands the
 evaluator a ``CacheKey`` and the evaluator keeps the answer (``AnswerCache.keep``) when
 ``why_not_kept`` finds no reason against it.
@@ -33,7 +37,6 @@ evaluator a ``CacheKey`` and the evaluator keeps the answer (``AnswerCache.keep`
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
 import json
@@ -44,7 +47,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from faststream.nats import NatsBroker
 from nats.js.api import StorageType
 from nats.js.errors import BadRequestError, KeyNotFoundError
@@ -54,9 +56,8 @@ from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_common.config.settings import ServiceSettings
+from rag_common.store.cache_mirror import Mirror, encode_vector
 from rag_common.store.docindex import DocumentIndex
-from rag_common.text.sentences import clauses
-from rag_common.text.words import words
 from rag_common.wire import subjects
 from rag_common.wire.messages import CacheKey, CacheScope, Query, QueryAnswered, QueryRouted, Usage
 from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
@@ -136,42 +137,6 @@ def answer_key(tenant: str, collection: str, digest: str) -> str:
     return f"a.{tenant}.{collection}.{digest}"
 
 
-def encode_vector(vector: Sequence[float]) -> str:
-    """A vector as the cache keeps it: float32, base64 (a third of the JSON list's size)."""
-    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    """A vector kept by ``encode_vector``."""
-    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
-
-
-def anchors(text: str) -> set[str]:
-    """The words that pin what a question asks about, case-folded.
-
-    Numbers, and words with a capital anywhere other than as a clause's first word (plan, product
-    and feature names: "Pro", "SSO", "EU", and "iOS" too, which ``words.names`` does not count: a
-    wrong cached answer costs more than a miss).
-    """
-    found: set[str] = set()
-    for clause in clauses(text):
-        for i, word in enumerate(words(clause)):
-            if any(c.isdigit() for c in word) or (i > 0 and any(c.isupper() for c in word) and word != "I"):
-                found.add(word.casefold())
-    return found
-
-
-def same_anchors(a: str, b: str) -> bool:
-    """Whether every anchor of each question appears among the other's words.
-
-    So "the pro plan" matches "the Pro plan", but "Pro" never matches "Business", nor "10 users"
-    "20 users".
-    """
-    words_a = {w.casefold() for w in words(a)}
-    words_b = {w.casefold() for w in words(b)}
-    return anchors(a) <= words_b and anchors(b) <= words_a
-
-
 # --- what may be looked up, what may be kept (pure) -------------------------------------------------
 
 
@@ -235,105 +200,6 @@ def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> 
         evaluation=cached.evaluation,
         cached=True,
     )
-
-
-# --- the retriever's copy of the kept questions (pure) ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Nearest:
-    """The kept question nearest to a new one, with their cosine, as a lookup reports it."""
-
-    key: str  # the question's key (``q.…``)
-    cosine: float
-
-
-@dataclass
-class _Kept:
-    question: str
-    version: int
-    context: str
-    vector: np.ndarray
-    stored_at: float
-
-
-class Mirror:
-    """The kept questions in memory: what a lookup compares a new question's vector with.
-
-    By tenant and collection, as the bucket's ``q.`` keys say (a watch keeps it current).
-    """
-
-    def __init__(self) -> None:
-        self._groups: dict[tuple[str, str], dict[str, _Kept]] = {}
-        self._matrices: dict[tuple[str, str], tuple[list[str], np.ndarray]] = {}
-
-    def __len__(self) -> int:
-        return sum(len(group) for group in self._groups.values())
-
-    def put(self, key: str, record: CachedQuestion) -> None:
-        """Hold a kept question (its vector at unit length); a zero vector can match nothing and is skipped."""
-        vector = decode_vector(record.vector)
-        norm = float(np.linalg.norm(vector))
-        if norm == 0.0:
-            return
-        group = (record.tenant, record.collection)
-        kept = _Kept(record.question, record.version, record.context, vector / norm, record.stored_at)
-        self._groups.setdefault(group, {})[key] = kept
-        self._matrices.pop(group, None)
-
-    def remove(self, key: str) -> None:
-        """Forget a question the bucket no longer holds."""
-        for group, kept in list(self._groups.items()):
-            if kept.pop(key, None) is not None:
-                self._matrices.pop(group, None)
-                if not kept:
-                    del self._groups[group]
-
-    def clear(self) -> None:
-        """Forget every question, before a watch that starts again refills the mirror."""
-        self._groups.clear()
-        self._matrices.clear()
-
-    def _drop_stale(self, group: tuple[str, str], version: int, not_before: float) -> None:
-        """Forget a group's questions of an older index version, or older than the TTL."""
-        kept = self._groups.get(group, {})
-        stale = [key for key, k in kept.items() if k.version < version or k.stored_at < not_before]
-        for key in stale:
-            del kept[key]
-        if stale:
-            self._matrices.pop(group, None)
-
-    def nearest(
-        self, scope: CacheScope, vector: Sequence[float], question: str, *, min_cosine: float, not_before: float
-    ) -> Nearest | None:
-        """The closest kept question of ``scope`` at ``min_cosine`` or more with the same anchors."""
-        group = (scope.tenant, scope.collection)
-        self._drop_stale(group, scope.version, not_before)
-        kept = self._groups.get(group)
-        if not kept:
-            return None
-        keys, matrix = self._matrix(group, kept)
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if norm == 0.0:
-            return None
-        cosines = matrix @ (query / norm)
-        for i in np.argsort(-cosines):
-            cosine = float(cosines[i])
-            if cosine < min_cosine:
-                return None
-            k = kept[keys[i]]
-            if k.version == scope.version and k.context == scope.context and same_anchors(k.question, question):
-                return Nearest(keys[i], cosine)
-        return None
-
-    def _matrix(self, group: tuple[str, str], kept: dict[str, _Kept]) -> tuple[list[str], np.ndarray]:
-        built = self._matrices.get(group)
-        if built is None:
-            keys = list(kept)
-            built = keys, np.stack([kept[key].vector for key in keys])
-            self._matrices[group] = built
-        return built
 
 
 # --- metrics ----------------------------------------------------------------------------------------
