@@ -9,7 +9,7 @@ import httpx
 import pytest
 from rich.console import Console
 
-from rag_client.cli import cmd_docs, parse
+from rag_client.cli import build_parser, cmd_docs
 from rag_client.client import RagClient
 
 pytestmark = pytest.mark.unit
@@ -37,7 +37,7 @@ def run_docs(argv: list[str], seen: list[httpx.URL]) -> str:
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=False)
     with RagClient("http://gw", transport=gateway(seen)) as client:
-        assert cmd_docs(console, client, parse(["docs", *argv])) == 0
+        assert cmd_docs(console, client, build_parser().parse_args(["docs", *argv])) == 0
     return out.getvalue()
 
 

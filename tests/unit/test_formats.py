@@ -10,7 +10,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-import rag_gateway.openapi as openapi
+import rag_gateway.openapi_file as openapi_file
 from rag_client.cli import build_parser
 from rag_common.wire.formats import FORMAT_NAMES, SUPPORTED_EXTENSIONS
 from rag_gateway.api.web import install_web
@@ -71,7 +71,7 @@ def test_the_pages_upload_label_names_every_format_and_extension() -> None:
 
 
 def test_the_upload_routes_description_names_every_extension() -> None:
-    document = json.loads(openapi.render())
+    document = json.loads(openapi_file.document())
     form = document["components"]["schemas"]["Body_upload_document_v1_documents_post"]
     description = form["properties"]["file"]["description"]
     for extension in EXTENSIONS:
