@@ -44,6 +44,7 @@ from rag_common.text.quotable import (
 from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
+from rag_generator.layout import render, with_blocks
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -93,6 +94,11 @@ WORD_BUDGET: Mapping[AnswerType, int] = {
     AnswerType.OTHER: 75,
 }
 MAX_STEPS = 8  # items of one procedure or list quoted together
+# Questions whose answer is one value: of a table row, the columns asked about are quoted.
+_VALUE_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.VALUE, AnswerType.DATE, AnswerType.ENTITY})
+# Questions whose answer is a command, a value or what to do: a sentence leading into a code block
+# brings the block (the command it introduces).
+_CODE_TYPES = frozenset({AnswerType.STEPS, AnswerType.VALUE, AnswerType.OTHER, AnswerType.QUANTITY})
 # A question is not answered by the passages when no unit holds any of its specific focus words:
 # words in at least this share of the passages say what the collection is about ("Orbitly"),
 # not what this question asks ("CEO").
@@ -578,9 +584,17 @@ def extractive_reply(
         first = min(c.rank for c in candidates)
         choice = _Choice([c for c in candidates if c.rank == first][: min(2, max_sentences)], {})
 
-    notes = _conflict_sentences(question, choice.units, passages, conflicts, excluded or {})
-    blocks = [_cited(_readable(c, asked), c, choice.also.get(i, ())) for i, c in enumerate(choice.units)]
-    text = _layout(blocks, [c.kind for c in choice.units], notes)
+    units = with_blocks(
+        choice.units,
+        candidates,
+        code=asked.answer_type in _CODE_TYPES,
+        whole_code=asked.answer_type in (AnswerType.STEPS, AnswerType.OTHER),
+    )
+    also = {units.index(u): ns for i, ns in choice.also.items() if (u := choice.units[i]) in units}
+    titled = {i: f"{u.title}: {u.text}" for i, u in enumerate(units) if u.title and u.kind != KIND_ROW}
+    notes = _conflict_sentences(question, units, passages, conflicts, excluded or {})
+    columns = terms(question) if asked.answer_type in _VALUE_TYPES else set()
+    text = "\n\n".join([*notes, render(units, also, titled, lambda header: bool(terms(header) & columns))])
     return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
 
 
@@ -626,54 +640,6 @@ def _lower_first(header: str) -> str:
     if first.isupper() or any(c.isupper() for c in first[1:]):
         return header
     return f"{first.lower()} {others}".strip()
-
-
-def _cited(text: str, candidate: Candidate, also: Sequence[int] = ()) -> str:
-    """The unit with its citations before the closing punctuation: "... per month [1]." (and
-    "[1][3]" when passage 3 says the same); a code span is followed by its citation."""
-    cites = "".join(f"[{n}]" for n in sorted({candidate.n, *also}))
-    if candidate.kind == KIND_CODE:
-        return f"{text} {cites}"
-    closing = re.search(r"([.!?:])([\"'”’)\]]*)$", text)
-    if closing:
-        stop, marks = closing.groups()
-        head = text[: closing.start()].rstrip()
-        # A closing quote or bracket stays with the words it closes, the citation and the stop
-        # after it ('... called "Save" [1].'); one that closes nothing in the unit is dropped.
-        kept = _balanced_closers(text[: closing.start()], marks)
-        return f"{head}{kept} {cites}{stop}"
-    return f"{text} {cites}"
-
-
-_OPENER = {'"': '"', "”": "“", "’": "‘", "'": "'", ")": "(", "]": "["}
-
-
-def _balanced_closers(head: str, marks: str) -> str:
-    """The closing marks after a unit's last stop that close something opened in ``head``."""
-    kept = ""
-    for mark in marks:
-        opener = _OPENER[mark]
-        if opener == mark:  # a straight quote closes one opened before it: an odd count so far
-            opened = len(re.findall(rf"(?:^|(?<=[\s(\[]))\{mark}", head))
-            closed = head.count(mark) - opened
-        else:
-            opened, closed = head.count(opener), head.count(mark)
-            if mark == "’":  # the same sign is an apostrophe ("model’s")
-                closed = 0
-        if opened > closed:
-            kept += mark
-            head += mark
-    return kept
-
-
-def _layout(blocks: Sequence[str], kinds: Sequence[str], notes: Sequence[str]) -> str:
-    """The disagreement first; then short paragraphs, or a list when every part is a list item,
-    a table row or a line of code (steps keep their order)."""
-    if len(blocks) > 1 and all(kind in (KIND_ITEM, KIND_ROW, KIND_CODE) for kind in kinds):
-        body = "\n".join(f"- {block}" for block in blocks)
-    else:
-        body = " ".join(blocks) if all(k == KIND_SENTENCE for k in kinds) else "\n\n".join(blocks)
-    return "\n\n".join([*notes, body])
 
 
 def _conflict_sentences(
