@@ -45,6 +45,7 @@ from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
 from rag_generator.layout import render, with_blocks
+from rag_generator.slots import SLOT_WORDS, SlotRule, asked_slot, fills
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -78,6 +79,9 @@ MIN_CONTAINED_WORDS = 4  # a shorter unit held word for word in a longer one is 
 # work per answer (about 3 ms a sentence on one core), and the rest are lexically hopeless anyway.
 MAX_SCORED = 12
 REACH = 0.5
+# A unit that fills the asked slot (a port for "which port") leads when at least this relevant
+# relative to the best unit: one that only repeats the question's words does not answer it.
+SLOT_REACH = 0.6
 # Words an answer may take, by what is asked: a value is a line, steps are the whole procedure.
 # The first unit is always quoted whole; a further one only when it fits.
 WORD_BUDGET: Mapping[AnswerType, int] = {
@@ -506,8 +510,8 @@ def _answerable(
     an in-domain question there ("Who is the CEO of Orbitly?" meets every passage on "Orbitly").
     So a question is not answered when every name it asks about is missing from the passages
     ("Does it integrate with Microsoft Teams?"), or when the word a short wh-question turns on
-    is ("CEO", "employees", "founded"). A short acronym ("API", "SSO") is often written out in
-    the documents, so it alone decides nothing.
+    is ("CEO", "employees", "founded"). A short acronym ("SSO") counts as held when the
+    documents write it out ("single sign-on").
     """
     everything = " ".join(f"{c.text} {c.context}" for c in candidates)
     # A file name counts too, as written ("Northwind_Standard_Benefits_Details.pdf", a name a reader
@@ -516,16 +520,66 @@ def _answerable(
     missing_heads = [h for h in asked.heads if not _holds_word(everything, h)]
     if missing_heads:
         return f"no passage mentions {', '.join(missing_heads)}"
-    if len(asked.question.split()) > SHORT_QUESTION_WORDS:
-        return ""
-    missing = sorted(n for n in asked.names if not _acronym(n) and not mentions(everything, n))
+    # A long question carries names for context ("According to Anthropic's documentation..."):
+    # there, only a name outside the collection's own words ("Keycloak" among NATS pages) counts.
+    long = len(asked.question.split()) > SHORT_QUESTION_WORDS
+    missing = sorted(
+        n
+        for n in asked.names
+        if not mentions(everything, n)
+        and not (_acronym(n) and _spelled_out(everything, n))
+        and not (long and _term(n.lower()) in domain)
+    )
     if missing:
         # A misspelt name ("Northwind Helth") is the name the passages hold, not another one.
         written = set(re.findall(r"\b[A-Z][\w-]+", everything))
         missing = [n for n in missing if not difflib.get_close_matches(n, written, n=1, cutoff=TYPO_SIMILARITY)]
-    if missing:
+    # A capitalised name ("Keycloak", "Helm") is what the question is about; an all-capitals code
+    # or a short word ("URL", "CLI", "Go") is as often context, so one alone decides nothing.
+    if any(not _weak_name(n) for n in missing) or len(missing) >= 2:
         return f"no passage mentions {', '.join(missing)}"
     return ""
+
+
+def _weak_name(name: str) -> bool:
+    return len(name) < 3 or name.isupper() or any(c.isdigit() for c in name)
+
+
+def _spelled_out(text: str, acronym: str) -> bool:
+    """Whether ``text`` writes the acronym out: "single sign-on" for SSO, "two-factor" for 2FA's letters."""
+    letters = (acronym[:-1] if acronym.endswith("s") and len(acronym) > 2 else acronym).lower()
+    if len(letters) < 2:
+        return True
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    initials = "".join(w[0] for w in words)
+    return letters in initials and any(
+        "".join(w[0] for w in words[i : i + len(letters)]) == letters and len(words[i]) > 1
+        for i in range(len(words) - len(letters) + 1)
+    )
+
+
+def _slot_first(slot: SlotRule | None, scored: Sequence[_Scored]) -> list[_Scored]:
+    """The units best first, except that the best unit filling the asked slot leads when it is
+    nearly as relevant: "Leafnodes listen on port 7422" before "Leafnodes connect to a hub"."""
+    if slot is None or not scored or fills(scored[0].candidate, slot):
+        return list(scored)
+    best = scored[0].relevance
+    lead = next(
+        (s for s in scored[1:] if s.lexical > 0 and s.relevance >= SLOT_REACH * best and fills(s.candidate, slot)),
+        None,
+    )
+    if lead is None:
+        return list(scored)
+    # It leads with the best one's standing, so the best one still follows if it adds to it.
+    promoted = _Scored(lead.candidate, best, scored[0].score, lead.lexical)
+    return [promoted, *(s for s in scored if s is not lead)]
+
+
+def _slot_unfilled(slot: SlotRule | None, scored: Sequence[_Scored]) -> str:
+    """Why the passages do not answer a question whose slot no unit near its focus fills ("" if one does)."""
+    if slot is None or not slot.decides or any(s.lexical > 0 and fills(s.candidate, slot) for s in scored):
+        return ""
+    return f"no passage near the question gives the {SLOT_WORDS[slot.slot]} it asks for"
 
 
 def _acronym(name: str) -> bool:
@@ -539,6 +593,8 @@ def _holds_word(text: str, word: str) -> bool:
     if word.endswith("ed") and len(word) > 5:
         base = word[:-2]
         return bool(re.search(rf"\b{re.escape(base)}(ed|er|ers|ing|s|ation)?\b", text, re.IGNORECASE))
+    if "-" in word:  # "nats-server" is held by "NATS server" and by "nats-server"
+        return all(_term(part) in terms(text) for part in word.split("-") if part not in STOP_WORDS)
     return _term(word) in terms(text)
 
 
@@ -576,10 +632,11 @@ def extractive_reply(
         return ExtractiveReply(NOTHING_TO_QUOTE, answered=False, reason="no complete sentence to quote")
     domain = _domain_terms(passages)
     scored = _score(asked, candidates, scorer, max_scored, stored, domain)
-    unanswered = _answerable(asked, candidates, passages, domain)
+    slot = asked_slot(question)
+    unanswered = _answerable(asked, candidates, passages, domain) or _slot_unfilled(slot, scored)
     max_units = MAX_STEPS if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) else max_sentences
     if scored[0].relevance > 0:
-        choice = _select(asked, scored, candidates, max_units)
+        choice = _select(asked, _slot_first(slot, scored), candidates, max_units)
     else:
         first = min(c.rank for c in candidates)
         choice = _Choice([c for c in candidates if c.rank == first][: min(2, max_sentences)], {})

@@ -36,7 +36,7 @@ def block_of(unit: Candidate, candidates: Sequence[Candidate], kind: str, limit:
     start = unit.position
     while start - 1 in same and unit.position - (start - 1) < limit:
         start -= 1
-    run = []
+    run: list[Candidate] = []
     position = start
     while position in same and len(run) < limit:
         run.append(same[position])
@@ -47,7 +47,7 @@ def block_of(unit: Candidate, candidates: Sequence[Candidate], kind: str, limit:
 def following(unit: Candidate, candidates: Sequence[Candidate], kind: str, limit: int) -> list[Candidate]:
     """The units of ``kind`` that directly follow ``unit`` in its passage: the block it leads into."""
     after = {c.position: c for c in candidates if c.n == unit.n and c.kind == kind}
-    run = []
+    run: list[Candidate] = []
     position = unit.position + 1
     while position in after and len(run) < limit:
         run.append(after[position])
