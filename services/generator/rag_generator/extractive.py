@@ -44,8 +44,9 @@ from rag_common.text.quotable import (
 from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
-from rag_generator.layout import render, with_blocks
-from rag_generator.slots import SLOT_WORDS, SlotRule, asked_slot, fills
+from rag_generator.comparing import side_by_side
+from rag_generator.layout import cite, following, render, with_blocks
+from rag_generator.slots import SLOT_WORDS, Slot, SlotRule, asked_slot, fills
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -82,6 +83,9 @@ REACH = 0.5
 # A unit that fills the asked slot (a port for "which port") leads when at least this relevant
 # relative to the best unit: one that only repeats the question's words does not answer it.
 SLOT_REACH = 0.6
+# A sentence leading into a command is quoted (with the command) for "how do I" when at least this
+# relevant relative to the best unit.
+COMMAND_REACH = 0.5
 # Words an answer may take, by what is asked: a value is a line, steps are the whole procedure.
 # The first unit is always quoted whole; a further one only when it fits.
 WORD_BUDGET: Mapping[AnswerType, int] = {
@@ -452,10 +456,13 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
 
 
 def _reading_order(chosen: Sequence[Candidate]) -> list[Candidate]:
-    """The best unit first; the rest by passage, then as the document reads; a unit of the best's
-    own passage keeps its place before or after it (an antecedent stays in front)."""
+    """The best unit's passage first, as the document reads (an antecedent stays in front of its
+    pronoun), then the other passages by rank; except that a table row holding the asked value
+    leads the rows chosen with it ("| port | ... 7422 |" before "| host | ... |")."""
     first = chosen[0]
     same = sorted((c for c in chosen if c.n == first.n), key=lambda c: c.position)
+    if first.kind == KIND_ROW:
+        same = [first, *(c for c in same if c is not first)]
     rest = sorted((c for c in chosen if c.n != first.n), key=lambda c: (c.rank, c.position))
     return same + rest
 
@@ -558,6 +565,25 @@ def _spelled_out(text: str, acronym: str) -> bool:
     )
 
 
+def _with_command(choice: _Choice, scored: Sequence[_Scored], candidates: Sequence[Candidate]) -> _Choice:
+    """For "how do I ...", the command: when no chosen unit is code, the most relevant unit that
+    leads into a code block follows the best one, and brings the block (``with_blocks``)."""
+    if not choice.units or any(u.kind == KIND_CODE for u in choice.units):
+        return choice
+    best = scored[0].relevance if scored else 0.0
+    for item in scored:
+        if item.relevance < COMMAND_REACH * best:
+            break
+        unit = item.candidate
+        if unit.kind != KIND_CODE and following(unit, candidates, KIND_CODE, 1):
+            if unit in choice.units:
+                return choice
+            units = [choice.units[0], unit, *choice.units[1:]]
+            also = {(i if i == 0 else i + 1): ns for i, ns in choice.also.items()}
+            return _Choice(units, also)
+    return choice
+
+
 def _slot_first(slot: SlotRule | None, scored: Sequence[_Scored]) -> list[_Scored]:
     """The units best first, except that the best unit filling the asked slot leads when it is
     nearly as relevant: "Leafnodes listen on port 7422" before "Leafnodes connect to a hub"."""
@@ -635,12 +661,21 @@ def extractive_reply(
     slot = asked_slot(question)
     unanswered = _answerable(asked, candidates, passages, domain) or _slot_unfilled(slot, scored)
     max_units = MAX_STEPS if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) else max_sentences
+    if asked.answer_type is AnswerType.COMPARISON:
+        shortlisted = [s.candidate for s in scored]
+        ranked = shortlisted + [c for c in candidates if c not in set(shortlisted)]
+        pairs = side_by_side(question, ranked, terms)
+        if pairs:
+            text = "\n".join(f"- **{side}**: {cite(unit.text, [unit.n])}" for side, unit in pairs)
+            return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
     if scored[0].relevance > 0:
         choice = _select(asked, _slot_first(slot, scored), candidates, max_units)
     else:
         first = min(c.rank for c in candidates)
         choice = _Choice([c for c in candidates if c.rank == first][: min(2, max_sentences)], {})
 
+    if asked.answer_type is AnswerType.STEPS or (slot is not None and slot.slot is Slot.COMMAND):
+        choice = _with_command(choice, scored, candidates)
     units = with_blocks(
         choice.units,
         candidates,
