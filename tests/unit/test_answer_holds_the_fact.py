@@ -86,14 +86,24 @@ def test_a_comparison_quotes_each_side() -> None:
     assert lines[1].startswith("- **push consumers**: Push consumers have messages delivered")
 
 
-def test_a_question_about_a_name_no_passage_holds_is_refused_with_the_reason() -> None:
-    question = "How do I hook auth callout up to Keycloak so users can log in with their OIDC tokens?"
-    reply = extractive_reply(question, [BCRYPT, LEAFNODES, STREAM_PARTS])
-    assert not reply.answered
-    assert reply.reason == "no passage mentions Keycloak, OIDC"
-
-
 def test_a_number_no_passage_gives_near_the_question_is_refused() -> None:
     reply = extractive_reply("How many subjects can a stream listen on at most?", [STREAM_PARTS])
     assert not reply.answered
     assert reply.reason == "no passage near the question gives the number it asks for"
+
+
+PRICING = Passage(
+    n=1,
+    source="pricing.md",
+    section="Plans",
+    text=(
+        "Plan: Free; Price per user per month: $0\nPlan: Pro; Price per user per month: $12\n\n"
+        "The Pro plan is $12 per user per month. The Business plan costs $24 per user per month."
+    ),
+)
+
+
+def test_a_price_is_stated_once_and_another_plan_is_not_more_of_the_answer() -> None:
+    reply = extractive_reply("How much does the Pro plan cost per user per month?", [PRICING])
+    assert reply.text.count("$12") == 1
+    assert "Business" not in reply.text

@@ -41,12 +41,12 @@ from rag_common.text.quotable import (
     sentence_key,
     unique_candidates,
 )
-from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
+from rag_common.text.words import STOP_WORDS, content_words, names, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
 from rag_generator.comparing import side_by_side
 from rag_generator.layout import cite, following, render, with_blocks
-from rag_generator.slots import SLOT_WORDS, Slot, SlotRule, asked_slot, fills
+from rag_generator.slots import SLOT_WORDS, Slot, SlotRule, asked_slot, decides, fills
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -74,6 +74,7 @@ TYPE_BONUS = 0.1
 _BONUS_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.DATE, AnswerType.VALUE})
 # How much the embedding similarity counts beside the words: 1.0 is a cosine added to a share.
 SEMANTIC_WEIGHT = 1.0
+SAME_VALUE_SHARE = 0.75  # of the shorter unit's content words, for two units stating the same numbers
 NEAR_DUPLICATE = 0.8  # token Jaccard above which two units with the same numbers say the same
 MIN_CONTAINED_WORDS = 4  # a shorter unit held word for word in a longer one is the same sentence
 # Units the embedding model re-scores, best by words and rank first: it bounds the embedding
@@ -86,6 +87,8 @@ SLOT_REACH = 0.6
 # A sentence leading into a command is quoted (with the command) for "how do I" when at least this
 # relevant relative to the best unit.
 COMMAND_REACH = 0.5
+# An answer shorter than this reads on from its best unit, in the same passage and section.
+REGION_WORDS = 85
 # Words an answer may take, by what is asked: a value is a line, steps are the whole procedure.
 # The first unit is always quoted whole; a further one only when it fits.
 WORD_BUDGET: Mapping[AnswerType, int] = {
@@ -339,7 +342,13 @@ def _near_duplicate(a: str, b: str) -> bool:
     numbers_a, numbers_b = {t for t in ta if t[0].isdigit()}, {t for t in tb if t[0].isdigit()}
     if numbers_a != numbers_b:
         return False
-    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb
+    if len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb:
+        return True
+    # The same value of the same subject said two ways ("Pro plan: price per user per month $12"
+    # and "The Pro plan is $12 per user per month"): one fact, however the words differ.
+    content_a, content_b = {_term(t) for t in ta - STOP_WORDS}, {_term(t) for t in tb - STOP_WORDS}
+    shorter = min(len(content_a), len(content_b))
+    return bool(numbers_a) and shorter > 0 and len(content_a & content_b) >= SAME_VALUE_SHARE * shorter
 
 
 # Two sentences run together without a space ("... long documents.Tool Use & Function Calling..."):
@@ -517,8 +526,8 @@ def _answerable(
     an in-domain question there ("Who is the CEO of Orbitly?" meets every passage on "Orbitly").
     So a question is not answered when every name it asks about is missing from the passages
     ("Does it integrate with Microsoft Teams?"), or when the word a short wh-question turns on
-    is ("CEO", "employees", "founded"). A short acronym ("SSO") counts as held when the
-    documents write it out ("single sign-on").
+    is ("CEO", "employees", "founded"). A short acronym ("API", "SSO") is often written out in
+    the documents, so it alone decides nothing.
     """
     everything = " ".join(f"{c.text} {c.context}" for c in candidates)
     # A file name counts too, as written ("Northwind_Standard_Benefits_Details.pdf", a name a reader
@@ -527,42 +536,48 @@ def _answerable(
     missing_heads = [h for h in asked.heads if not _holds_word(everything, h)]
     if missing_heads:
         return f"no passage mentions {', '.join(missing_heads)}"
-    # A long question carries names for context ("According to Anthropic's documentation..."):
-    # there, only a name outside the collection's own words ("Keycloak" among NATS pages) counts.
-    long = len(asked.question.split()) > SHORT_QUESTION_WORDS
-    missing = sorted(
-        n
-        for n in asked.names
-        if not mentions(everything, n)
-        and not (_acronym(n) and _spelled_out(everything, n))
-        and not (long and _term(n.lower()) in domain)
-    )
+    if len(asked.question.split()) > SHORT_QUESTION_WORDS:
+        return ""  # a long question carries names for context; the retriever asks the collection of them
+    missing = sorted(n for n in asked.names if not _acronym(n) and not mentions(everything, n))
     if missing:
         # A misspelt name ("Northwind Helth") is the name the passages hold, not another one.
         written = set(re.findall(r"\b[A-Z][\w-]+", everything))
         missing = [n for n in missing if not difflib.get_close_matches(n, written, n=1, cutoff=TYPO_SIMILARITY)]
-    # A capitalised name ("Keycloak", "Helm") is what the question is about; an all-capitals code
-    # or a short word ("URL", "CLI", "Go") is as often context, so one alone decides nothing.
-    if any(not _weak_name(n) for n in missing) or len(missing) >= 2:
+    if missing:
         return f"no passage mentions {', '.join(missing)}"
     return ""
 
 
-def _weak_name(name: str) -> bool:
-    return len(name) < 3 or name.isupper() or any(c.isdigit() for c in name)
+def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget: int, asked: Asked) -> _Choice:
+    """The best unit's passage read on from it while the answer is short: the reason or the step
+    asked for often sits in the sentence after the one that matches the question best ("...
+    slowly evict clients. This avoids a thundering herd ..."). Not for a value, which is one
+    unit worth more; and when the question names something, only while the units name it too ("The
+    Business plan costs $24" is not more of an answer about the Pro plan)."""
+    if not choice.units or choice.units[0].kind in (KIND_CODE, KIND_ROW):
+        return choice  # a line of configuration or a table row is the value itself
+    named = {n.lower() for n in asked.names if not _acronym(n)}
+    words = sum(len(u.text.split()) for u in choice.units)
+    first = choice.units[0]
+    units = list(choice.units)
+    position = max(u.position for u in units if u.n == first.n)
+    by_position = {c.position: c for c in candidates if c.n == first.n}
+    while (unit := by_position.get(position + 1)) is not None and unit.context == first.context:
+        size = len(unit.text.split())
+        if words + size > budget or unit.kind == KIND_ROW or (named and _names_another(unit.text, named)):
+            break
+        if unit not in units:
+            units.insert(1 + sum(1 for u in units[1:] if u.n == first.n), unit)
+            words += size
+        position += 1
+    return _Choice(units, {units.index(choice.units[i]): ns for i, ns in choice.also.items()})
 
 
-def _spelled_out(text: str, acronym: str) -> bool:
-    """Whether ``text`` writes the acronym out: "single sign-on" for SSO, "two-factor" for 2FA's letters."""
-    letters = (acronym[:-1] if acronym.endswith("s") and len(acronym) > 2 else acronym).lower()
-    if len(letters) < 2:
-        return True
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    initials = "".join(w[0] for w in words)
-    return letters in initials and any(
-        "".join(w[0] for w in words[i : i + len(letters)]) == letters and len(words[i]) > 1
-        for i in range(len(words) - len(letters) + 1)
-    )
+def _names_another(text: str, named: set[str]) -> bool:
+    """Whether a unit is about another named thing: it names something the question does not,
+    and nothing it does ("The Business plan costs $24" after a question on the Pro plan)."""
+    others = {n.lower() for n in names(text) if not _acronym(n)} - named
+    return bool(others) and not named & words_of(text)
 
 
 def _with_command(choice: _Choice, scored: Sequence[_Scored], candidates: Sequence[Candidate]) -> _Choice:
@@ -601,9 +616,9 @@ def _slot_first(slot: SlotRule | None, scored: Sequence[_Scored]) -> list[_Score
     return [promoted, *(s for s in scored if s is not lead)]
 
 
-def _slot_unfilled(slot: SlotRule | None, scored: Sequence[_Scored]) -> str:
+def _slot_unfilled(slot: SlotRule | None, question: str, scored: Sequence[_Scored]) -> str:
     """Why the passages do not answer a question whose slot no unit near its focus fills ("" if one does)."""
-    if slot is None or not slot.decides or any(s.lexical > 0 and fills(s.candidate, slot) for s in scored):
+    if slot is None or not decides(slot, question) or any(s.lexical > 0 and fills(s.candidate, slot) for s in scored):
         return ""
     return f"no passage near the question gives the {SLOT_WORDS[slot.slot]} it asks for"
 
@@ -659,7 +674,7 @@ def extractive_reply(
     domain = _domain_terms(passages)
     scored = _score(asked, candidates, scorer, max_scored, stored, domain)
     slot = asked_slot(question)
-    unanswered = _answerable(asked, candidates, passages, domain) or _slot_unfilled(slot, scored)
+    unanswered = _answerable(asked, candidates, passages, domain) or _slot_unfilled(slot, question, scored)
     max_units = MAX_STEPS if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) else max_sentences
     if asked.answer_type is AnswerType.COMPARISON:
         shortlisted = [s.candidate for s in scored]
@@ -676,6 +691,8 @@ def extractive_reply(
 
     if asked.answer_type is AnswerType.STEPS or (slot is not None and slot.slot is Slot.COMMAND):
         choice = _with_command(choice, scored, candidates)
+    if scored[0].relevance > 0:
+        choice = _with_what_follows(choice, candidates, REGION_WORDS, asked)
     units = with_blocks(
         choice.units,
         candidates,

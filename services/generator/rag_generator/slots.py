@@ -37,9 +37,11 @@ class SlotRule:
     fills: re.Pattern[str]  # over a unit's text as written
     # Whether a line of code fills the slot by being code (a command, a configuration line).
     code_fills: bool = False
-    # Whether no unit filling it near the question's focus means the documents do not answer: a
-    # number or a path is written as one; a command is often only described in prose.
-    decides: bool = True
+    # The question shapes for which no unit filling the slot near the question's focus means the
+    # documents do not answer: "how many ...?", "which port ...?" (a number or a path is written
+    # as one); None: never (a command is often only described in prose, and "the size of the
+    # context window" in a question asks for no number).
+    decides: re.Pattern[str] | None = None
 
 
 SLOT_RULES: tuple[SlotRule, ...] = (
@@ -49,6 +51,7 @@ SLOT_RULES: tuple[SlotRule, ...] = (
         re.compile(
             r"(?<![\w.])/[a-z][\w.{}-]*|https?://\S+|\$?[A-Z][A-Z0-9_]*(?:\.[\w>*$-]+){1,}|\b[a-z]+(?:\.[a-z*>]+){2,}"
         ),
+        decides=re.compile(r"^(what|which)\b[\w\s-]{0,30}\b(url|uri|path|endpoint|subject|topic)s?\b"),
     ),
     SlotRule(
         Slot.NUMBER,
@@ -61,6 +64,7 @@ SLOT_RULES: tuple[SlotRule, ...] = (
             r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|unlimited)\b",
             re.IGNORECASE,
         ),
+        decides=re.compile(r"^(how (many|much|long)\b|(what|which) (port|size|limit|timeout)\b)"),
     ),
     SlotRule(
         Slot.COMMAND,
@@ -70,7 +74,6 @@ SLOT_RULES: tuple[SlotRule, ...] = (
         ),
         re.compile(r"`[^`]+`|(?<![\w-])--?[a-z][\w-]+|\b[a-z]+_[a-z_]+\b|\bnats(?:-server)? [a-z]+\b"),
         code_fills=True,
-        decides=False,
     ),
 )
 
@@ -89,3 +92,8 @@ def fills(unit: Candidate, rule: SlotRule) -> bool:
     if rule.code_fills and unit.kind == KIND_CODE:
         return True
     return bool(rule.fills.search(unit.text))
+
+
+def decides(rule: SlotRule, question: str) -> bool:
+    """Whether a question of this shape is unanswered when no unit near its focus fills the slot."""
+    return rule.decides is not None and bool(rule.decides.search(" ".join(question.lower().split())))
