@@ -33,6 +33,7 @@ from rag_scorecard.metrics import (
     precision_at_k,
     recall_at_k,
     reciprocal_rank_at_k,
+    repeated_facts,
     score_answer,
     score_retrieval,
     should_refuse,
@@ -558,3 +559,12 @@ def test_summary_reports_refusals_by_kind_median_words_and_repeats() -> None:
     assert summary.off_topic_refused == "1/1"
     assert summary.answers_repeating_a_fact == 1  # the same price twice
     assert summary.answer_words_median == 6.0  # words 13, 2, 10 and 1 ("x"): citations and articles not counted
+
+
+def test_a_fact_said_twice_is_counted_and_a_table_header_or_code_is_not() -> None:
+    table = "| Plan | Price |\n|---|---|\n| Pro | $12 [1] |\n\n| Plan | Price |\n|---|---|\n| Business | $24 [2] |"
+    command = "nats req -H Nats-Msg-Id:1 ORDERS.new hello"
+    code = f"Run it [1]:\n```\n{command}1\n{command}2\n```"
+    assert repeated_facts(table) == 0
+    assert repeated_facts(code) == 0
+    assert repeated_facts("The Pro plan costs $12 [1]. The Pro plan costs $12 a month [2].") == 1

@@ -346,6 +346,18 @@ _UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 SAME_STATEMENT = 0.6  # content-word Jaccard above which two parts of one answer say the same thing
 
 
+_FENCED = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
+_TABLE_RULE = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
+
+
+def _statements(answer: str) -> str:
+    """The answer without what states no fact of its own: code blocks (a command's lines repeat
+    its tokens by nature) and table headers and rules (two tables of one kind share a header)."""
+    lines = _FENCED.sub("", answer).split("\n")
+    header = {i - 1 for i, line in enumerate(lines) if _TABLE_RULE.match(line.strip())}
+    return "\n".join(line for i, line in enumerate(lines) if i not in header and not _TABLE_RULE.match(line.strip()))
+
+
 def repeated_facts(answer: str) -> int:
     """Facts an answer states more than once: pairs of its sentences or lines that say the same thing.
 
@@ -354,7 +366,7 @@ def repeated_facts(answer: str) -> int:
     at least a third of their content words: the same price quoted from two sources is one fact
     said twice; a port and a path in two lines about different settings are two facts.
     """
-    parts = [p for p in (_CITATION.sub("", u).strip(" -*") for u in _UNIT_SPLIT.split(answer)) if p]
+    parts = [p for p in (_CITATION.sub("", u).strip(" -*") for u in _UNIT_SPLIT.split(_statements(answer))) if p]
     words = [{t for t in _squad_tokens(p) if t not in STOP_WORDS} for p in parts]
     values = [{v.strip().lower() for v in _VALUE.findall(p)} for p in parts]
     repeats = 0
