@@ -99,9 +99,9 @@ def test_a_disagreement_opens_the_answer() -> None:
     assert answer.startswith("The sources disagree on Pro: pricing.md says $12 [1], while brochure.pdf says $15 [2].")
 
 
-def test_no_boilerplate_preamble_and_a_table_row_reads_as_text() -> None:
+def test_no_boilerplate_preamble_and_a_table_row_keeps_its_header() -> None:
     answer = reply("How much storage does the Business plan include?", PRICES)
-    assert answer == "Business plan: storage 1 TB [1]."
+    assert answer == "| Plan | Storage |\n|---|---|\n| Business | 1 TB [1] |"
 
 
 def test_a_configuration_value_is_quoted_verbatim_in_a_code_span() -> None:

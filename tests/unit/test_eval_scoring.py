@@ -16,6 +16,7 @@ from rag_scorecard.errors import UsageError
 from rag_scorecard.markdown import render_markdown
 from rag_scorecard.metrics import (
     AnswerScores,
+    Ceiling,
     Expectations,
     GoldSource,
     MatchRule,
@@ -32,6 +33,7 @@ from rag_scorecard.metrics import (
     precision_at_k,
     recall_at_k,
     reciprocal_rank_at_k,
+    repeated_facts,
     score_answer,
     score_retrieval,
     should_refuse,
@@ -253,6 +255,8 @@ def test_score_answer_for_an_in_scope_question() -> None:
         tier_correct=True,
         answer_words=5,
         answerable_refused=False,
+        repeated_facts=0,
+        ceiling=Ceiling(key_facts=(0.0, 0.0, 0.0), content=(None, None, None)),  # the passages hold no text
     )
 
 
@@ -497,3 +501,70 @@ def test_injection_and_rewrite_are_scored_only_where_the_item_asks() -> None:
     summary = summarize_answers([score_answer(expect, caught), score_answer(expect, missed), plain])
     assert summary.injection_accuracy == 0.5
     assert summary.rewrite_accuracy == 0.5
+
+
+# --- what a person reads: key facts, the passages' ceilings, refusals by kind, facts said twice ---
+
+
+def test_nats_docs_items_read_categories_and_turns() -> None:
+    lines = [
+        '{"id": "u1", "question": "Which Helm values give a 50Gi volume?", "category": "unanswerable"}',
+        '{"id": "o1", "question": "A substitute for buttermilk?", "category": "off_topic"}',
+        '{"id": "c1", "question": "What port?", "expected_keywords": ["8222"], "category": "conversation",'
+        ' "turns": [{"question": "What port?", "expected_keywords": ["8222"]},'
+        ' {"question": "Is there auth on it?", "expected_keywords": ["localhost"]}]}',
+    ]
+    unanswerable, off_topic, conversation = parse_questions(lines)
+    assert unanswerable.turns[0].expect.unanswerable
+    assert should_refuse(unanswerable.turns[0].expect)
+    assert should_refuse(off_topic.turns[0].expect)
+    assert not off_topic.turns[0].expect.unanswerable
+    assert [t.question for t in conversation.turns] == ["What port?", "Is there auth on it?"]
+    assert conversation.turns[1].expect.expected_keywords == ("localhost",)
+
+
+def test_ceiling_counts_what_the_first_passages_hold_together() -> None:
+    passages = (
+        Passage(n=1, source="a.md", text="Leafnode connections use port 7422 by default."),
+        Passage(n=2, source="b.md", text="Set the port in the leafnodes block."),
+        Passage(n=3, source="c.md", text="Clients connect on 4222."),
+    )
+    expect = Expectations(expected_keywords=("7422", "leafnodes", "4222"), reference_answer="port 7422 by default")
+    seen = Observed("Leafnodes use 7422 [1].", False, False, {}, None, passages)
+    ceiling = score_answer(expect, seen, "Which port for leafnodes?").ceiling
+    assert ceiling is not None
+    assert ceiling.key_facts == (1 / 3, 1.0, 1.0)  # 7422 ("Leafnode" is not "leafnodes"); all three in three
+    assert ceiling.content == (1.0, 1.0, 1.0)  # "7422" and "default" are in the first passage
+
+
+def test_summary_reports_refusals_by_kind_median_words_and_repeats() -> None:
+    def answered(text: str, **expect: object) -> AnswerScores:
+        passages = (Passage(n=1, source="p.md", text=text),)
+        return score_answer(Expectations(**expect), Observed(text, False, False, {}, None, passages), "Price?")  # type: ignore[arg-type]
+
+    refused = Observed("No.", True, False, {"refused": True}, None, ())
+    scores = [
+        answered(
+            "The Pro plan costs $12 per user a month [1]. Pro is $12 per user a month [1].", expected_keywords=("$12",)
+        ),
+        answered("Port 4222 [1].", expected_keywords=("4222", "8222")),
+        answered("Port 8222 serves monitoring over HTTP [1]. It has no auth [1].", expected_keywords=()),
+        score_answer(Expectations(unanswerable=True), refused, "Who is the CEO?"),
+        score_answer(Expectations(unanswerable=True), Observed("x [1]", False, False, {}, None, ()), "CEO?"),
+        score_answer(Expectations(out_of_scope=True), refused, "Pancakes?"),
+    ]
+    summary = summarize_answers(scores)
+    assert summary.key_fact_recall == 0.75  # (1 + 0.5) / 2
+    assert summary.unanswerable_refused == "1/2"
+    assert summary.off_topic_refused == "1/1"
+    assert summary.answers_repeating_a_fact == 1  # the same price twice
+    assert summary.answer_words_median == 6.0  # words 13, 2, 10 and 1 ("x"): citations and articles not counted
+
+
+def test_a_fact_said_twice_is_counted_and_a_table_header_or_code_is_not() -> None:
+    table = "| Plan | Price |\n|---|---|\n| Pro | $12 [1] |\n\n| Plan | Price |\n|---|---|\n| Business | $24 [2] |"
+    command = "nats req -H Nats-Msg-Id:1 ORDERS.new hello"
+    code = f"Run it [1]:\n```\n{command}1\n{command}2\n```"
+    assert repeated_facts(table) == 0
+    assert repeated_facts(code) == 0
+    assert repeated_facts("The Pro plan costs $12 [1]. The Pro plan costs $12 a month [2].") == 1

@@ -112,7 +112,8 @@ def test_a_matching_table_row_is_kept_whole() -> None:
         ),
     )
     answer = body(extractive_answer("How much storage does the Pro plan include?", [table]))
-    assert answer == "Pro plan: storage 100 GB [1]."  # the row that names the plan, the column asked
+    # The row that names the plan under its header, the column asked: a table, never flattened prose.
+    assert answer == "| Plan | Storage |\n|---|---|\n| Pro | 100 GB [1] |"
 
 
 def test_conflicting_sources_are_said_in_words_with_both_citations() -> None:

@@ -72,8 +72,9 @@ def test_markdown_paragraphs_split_on_blank_lines() -> None:
 def test_hash_lines_inside_code_fences_are_code_not_headings() -> None:
     blocks = _markdown("# Setup\n```bash\n# install it\npip install x\n```\n~~~\n## still code\n~~~\n")
     assert [(b.heading_path, b.text, b.kind) for b in blocks] == [
-        (("Setup",), "# install it\npip install x", "text"),
-        (("Setup",), "## still code", "text"),
+        # Fenced as written, so the answer quotes a command as code.
+        (("Setup",), "```\n# install it\npip install x\n```", "text"),
+        (("Setup",), "```\n## still code\n```", "text"),
     ]
 
 

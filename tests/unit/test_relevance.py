@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from rag_retriever.relevance import OFF_TOPIC_PROBES, calibrate, judge, lexical_coverage, salient_terms
+from rag_retriever.relevance import (
+    OFF_TOPIC_PROBES,
+    absent_names,
+    calibrate,
+    judge,
+    lexical_coverage,
+    salient_terms,
+    unknown_names_reason,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -64,3 +72,15 @@ def test_a_clear_match_is_confident() -> None:
     verdict = judge("Does the Business plan include SAML?", 0.70, ["The Business plan includes SAML."], 0.30, **KNOBS)
     assert not verdict.refused
     assert not verdict.low_confidence
+
+
+def test_names_the_passages_lack_are_those_the_collection_is_asked_about() -> None:
+    question = "How do I hook auth callout up to Keycloak so users can log in with their OIDC tokens?"
+    assert absent_names(question, ["Auth callout delegates authentication to a service."]) == ["Keycloak", "OIDC"]
+
+
+def test_a_name_the_collection_never_mentions_refuses_and_one_code_alone_does_not() -> None:
+    assert unknown_names_reason(["Keycloak", "OIDC"]) == "the documents never mention Keycloak, OIDC"
+    assert unknown_names_reason(["Helm"]) == "the documents never mention Helm"
+    assert unknown_names_reason(["OCSP"]) is None  # may be written out in the documents
+    assert unknown_names_reason([]) is None

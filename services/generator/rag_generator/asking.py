@@ -88,7 +88,10 @@ _HEAD_RULES = (
     # "Where is Orbitly Labs headquartered?": a place asked by the word for where it is.
     re.compile(r"^where (?:is|are|was|were) [\w\s-]+? (headquartered|located|based|registered|incorporated)\??$"),
     # "What discount do students get": the discount is asked for the students.
-    re.compile(r"^(?:what|which) [a-z][\w-]* (?:do|does|did) (?!i\b|we\b|you\b|they\b|it\b)([a-z][\w-]*)"),
+    re.compile(
+        r"^(?:what|which) [a-z][\w-]* (?:do|does|did) "
+        r"(?!i\b|we\b|you\b|they\b|it\b|people\b|folks\b|someone\b|everyone\b|anyone\b|most\b)([a-z][\w-]*)"
+    ),
 )
 
 

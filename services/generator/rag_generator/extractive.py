@@ -41,9 +41,12 @@ from rag_common.text.quotable import (
     sentence_key,
     unique_candidates,
 )
-from rag_common.text.words import STOP_WORDS, content_words, normal_words, stem
+from rag_common.text.words import STOP_WORDS, content_words, names, normal_words, stem
 from rag_common.wire.messages import Passage
 from rag_generator.asking import AnswerType, Asked, analyse, mentions, words_of
+from rag_generator.comparing import side_by_side
+from rag_generator.layout import cite, following, render, with_blocks
+from rag_generator.slots import SLOT_WORDS, Slot, SlotRule, asked_slot, decides, fills
 
 # (question, sentences) -> cosine similarity of each sentence to the question, in order.
 SentenceScorer = Callable[[str, Sequence[str]], Sequence[float]]
@@ -71,12 +74,21 @@ TYPE_BONUS = 0.1
 _BONUS_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.DATE, AnswerType.VALUE})
 # How much the embedding similarity counts beside the words: 1.0 is a cosine added to a share.
 SEMANTIC_WEIGHT = 1.0
+SAME_VALUE_SHARE = 0.75  # of the shorter unit's content words, for two units stating the same numbers
 NEAR_DUPLICATE = 0.8  # token Jaccard above which two units with the same numbers say the same
 MIN_CONTAINED_WORDS = 4  # a shorter unit held word for word in a longer one is the same sentence
 # Units the embedding model re-scores, best by words and rank first: it bounds the embedding
 # work per answer (about 3 ms a sentence on one core), and the rest are lexically hopeless anyway.
 MAX_SCORED = 12
 REACH = 0.5
+# A unit that fills the asked slot (a port for "which port") leads when at least this relevant
+# relative to the best unit: one that only repeats the question's words does not answer it.
+SLOT_REACH = 0.6
+# A sentence leading into a command is quoted (with the command) for "how do I" when at least this
+# relevant relative to the best unit.
+COMMAND_REACH = 0.5
+# An answer shorter than this reads on from its best unit, in the same passage and section.
+REGION_WORDS = 85
 # Words an answer may take, by what is asked: a value is a line, steps are the whole procedure.
 # The first unit is always quoted whole; a further one only when it fits.
 WORD_BUDGET: Mapping[AnswerType, int] = {
@@ -93,6 +105,11 @@ WORD_BUDGET: Mapping[AnswerType, int] = {
     AnswerType.OTHER: 75,
 }
 MAX_STEPS = 8  # items of one procedure or list quoted together
+# Questions whose answer is one value: of a table row, the columns asked about are quoted.
+_VALUE_TYPES = frozenset({AnswerType.QUANTITY, AnswerType.VALUE, AnswerType.DATE, AnswerType.ENTITY})
+# Questions whose answer is a command, a value or what to do: a sentence leading into a code block
+# brings the block (the command it introduces).
+_CODE_TYPES = frozenset({AnswerType.STEPS, AnswerType.VALUE, AnswerType.OTHER, AnswerType.QUANTITY})
 # A question is not answered by the passages when no unit holds any of its specific focus words:
 # words in at least this share of the passages say what the collection is about ("Orbitly"),
 # not what this question asks ("CEO").
@@ -325,7 +342,13 @@ def _near_duplicate(a: str, b: str) -> bool:
     numbers_a, numbers_b = {t for t in ta if t[0].isdigit()}, {t for t in tb if t[0].isdigit()}
     if numbers_a != numbers_b:
         return False
-    return len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb
+    if len(ta & tb) >= NEAR_DUPLICATE * len(ta | tb) or ta - STOP_WORDS <= tb:
+        return True
+    # The same value of the same subject said two ways ("Pro plan: price per user per month $12"
+    # and "The Pro plan is $12 per user per month"): one fact, however the words differ.
+    content_a, content_b = {_term(t) for t in ta - STOP_WORDS}, {_term(t) for t in tb - STOP_WORDS}
+    shorter = min(len(content_a), len(content_b))
+    return bool(numbers_a) and shorter > 0 and len(content_a & content_b) >= SAME_VALUE_SHARE * shorter
 
 
 # Two sentences run together without a space ("... long documents.Tool Use & Function Calling..."):
@@ -442,10 +465,13 @@ def _select(asked: Asked, scored: Sequence[_Scored], candidates: Sequence[Candid
 
 
 def _reading_order(chosen: Sequence[Candidate]) -> list[Candidate]:
-    """The best unit first; the rest by passage, then as the document reads; a unit of the best's
-    own passage keeps its place before or after it (an antecedent stays in front)."""
+    """The best unit's passage first, as the document reads (an antecedent stays in front of its
+    pronoun), then the other passages by rank; except that a table row holding the asked value
+    leads the rows chosen with it ("| port | ... 7422 |" before "| host | ... |")."""
     first = chosen[0]
     same = sorted((c for c in chosen if c.n == first.n), key=lambda c: c.position)
+    if first.kind == KIND_ROW:
+        same = [first, *(c for c in same if c is not first)]
     rest = sorted((c for c in chosen if c.n != first.n), key=lambda c: (c.rank, c.position))
     return same + rest
 
@@ -511,7 +537,7 @@ def _answerable(
     if missing_heads:
         return f"no passage mentions {', '.join(missing_heads)}"
     if len(asked.question.split()) > SHORT_QUESTION_WORDS:
-        return ""
+        return ""  # a long question carries names for context; the retriever asks the collection of them
     missing = sorted(n for n in asked.names if not _acronym(n) and not mentions(everything, n))
     if missing:
         # A misspelt name ("Northwind Helth") is the name the passages hold, not another one.
@@ -520,6 +546,81 @@ def _answerable(
     if missing:
         return f"no passage mentions {', '.join(missing)}"
     return ""
+
+
+def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget: int, asked: Asked) -> _Choice:
+    """The best unit's passage read on from it while the answer is short: the reason or the step
+    asked for often sits in the sentence after the one that matches the question best ("...
+    slowly evict clients. This avoids a thundering herd ..."). Not for a value, which is one
+    unit worth more; and when the question names something, only while the units name it too ("The
+    Business plan costs $24" is not more of an answer about the Pro plan)."""
+    if not choice.units or choice.units[0].kind in (KIND_CODE, KIND_ROW):
+        return choice  # a line of configuration or a table row is the value itself
+    named = {n.lower() for n in asked.names if not _acronym(n)}
+    words = sum(len(u.text.split()) for u in choice.units)
+    first = choice.units[0]
+    units = list(choice.units)
+    position = max(u.position for u in units if u.n == first.n)
+    by_position = {c.position: c for c in candidates if c.n == first.n}
+    while (unit := by_position.get(position + 1)) is not None and unit.context == first.context:
+        size = len(unit.text.split())
+        if words + size > budget or unit.kind == KIND_ROW or (named and _names_another(unit.text, named)):
+            break
+        if unit not in units:
+            units.insert(1 + sum(1 for u in units[1:] if u.n == first.n), unit)
+            words += size
+        position += 1
+    return _Choice(units, {units.index(choice.units[i]): ns for i, ns in choice.also.items()})
+
+
+def _names_another(text: str, named: set[str]) -> bool:
+    """Whether a unit is about another named thing: it names something the question does not,
+    and nothing it does ("The Business plan costs $24" after a question on the Pro plan)."""
+    others = {n.lower() for n in names(text) if not _acronym(n)} - named
+    return bool(others) and not named & words_of(text)
+
+
+def _with_command(choice: _Choice, scored: Sequence[_Scored], candidates: Sequence[Candidate]) -> _Choice:
+    """For "how do I ...", the command: when no chosen unit is code, the most relevant unit that
+    leads into a code block follows the best one, and brings the block (``with_blocks``)."""
+    if not choice.units or any(u.kind == KIND_CODE for u in choice.units):
+        return choice
+    best = scored[0].relevance if scored else 0.0
+    for item in scored:
+        if item.relevance < COMMAND_REACH * best:
+            break
+        unit = item.candidate
+        if unit.kind != KIND_CODE and following(unit, candidates, KIND_CODE, 1):
+            if unit in choice.units:
+                return choice
+            units = [choice.units[0], unit, *choice.units[1:]]
+            also = {(i if i == 0 else i + 1): ns for i, ns in choice.also.items()}
+            return _Choice(units, also)
+    return choice
+
+
+def _slot_first(slot: SlotRule | None, scored: Sequence[_Scored]) -> list[_Scored]:
+    """The units best first, except that the best unit filling the asked slot leads when it is
+    nearly as relevant: "Leafnodes listen on port 7422" before "Leafnodes connect to a hub"."""
+    if slot is None or not scored or fills(scored[0].candidate, slot):
+        return list(scored)
+    best = scored[0].relevance
+    lead = next(
+        (s for s in scored[1:] if s.lexical > 0 and s.relevance >= SLOT_REACH * best and fills(s.candidate, slot)),
+        None,
+    )
+    if lead is None:
+        return list(scored)
+    # It leads with the best one's standing, so the best one still follows if it adds to it.
+    promoted = _Scored(lead.candidate, best, scored[0].score, lead.lexical)
+    return [promoted, *(s for s in scored if s is not lead)]
+
+
+def _slot_unfilled(slot: SlotRule | None, question: str, scored: Sequence[_Scored]) -> str:
+    """Why the passages do not answer a question whose slot no unit near its focus fills ("" if one does)."""
+    if slot is None or not decides(slot, question) or any(s.lexical > 0 and fills(s.candidate, slot) for s in scored):
+        return ""
+    return f"no passage near the question gives the {SLOT_WORDS[slot.slot]} it asks for"
 
 
 def _acronym(name: str) -> bool:
@@ -533,6 +634,8 @@ def _holds_word(text: str, word: str) -> bool:
     if word.endswith("ed") and len(word) > 5:
         base = word[:-2]
         return bool(re.search(rf"\b{re.escape(base)}(ed|er|ers|ing|s|ation)?\b", text, re.IGNORECASE))
+    if "-" in word:  # "nats-server" is held by "NATS server" and by "nats-server"
+        return all(_term(part) in terms(text) for part in word.split("-") if part not in STOP_WORDS)
     return _term(word) in terms(text)
 
 
@@ -570,17 +673,37 @@ def extractive_reply(
         return ExtractiveReply(NOTHING_TO_QUOTE, answered=False, reason="no complete sentence to quote")
     domain = _domain_terms(passages)
     scored = _score(asked, candidates, scorer, max_scored, stored, domain)
-    unanswered = _answerable(asked, candidates, passages, domain)
+    slot = asked_slot(question)
+    unanswered = _answerable(asked, candidates, passages, domain) or _slot_unfilled(slot, question, scored)
     max_units = MAX_STEPS if asked.answer_type in (AnswerType.STEPS, AnswerType.LIST) else max_sentences
+    if asked.answer_type is AnswerType.COMPARISON:
+        shortlisted = [s.candidate for s in scored]
+        ranked = shortlisted + [c for c in candidates if c not in set(shortlisted)]
+        pairs = side_by_side(question, ranked, terms)
+        if pairs:
+            text = "\n".join(f"- **{side}**: {cite(unit.text, [unit.n])}" for side, unit in pairs)
+            return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
     if scored[0].relevance > 0:
-        choice = _select(asked, scored, candidates, max_units)
+        choice = _select(asked, _slot_first(slot, scored), candidates, max_units)
     else:
         first = min(c.rank for c in candidates)
         choice = _Choice([c for c in candidates if c.rank == first][: min(2, max_sentences)], {})
 
-    notes = _conflict_sentences(question, choice.units, passages, conflicts, excluded or {})
-    blocks = [_cited(_readable(c, asked), c, choice.also.get(i, ())) for i, c in enumerate(choice.units)]
-    text = _layout(blocks, [c.kind for c in choice.units], notes)
+    if asked.answer_type is AnswerType.STEPS or (slot is not None and slot.slot is Slot.COMMAND):
+        choice = _with_command(choice, scored, candidates)
+    if scored[0].relevance > 0:
+        choice = _with_what_follows(choice, candidates, REGION_WORDS, asked)
+    units = with_blocks(
+        choice.units,
+        candidates,
+        code=asked.answer_type in _CODE_TYPES,
+        whole_code=asked.answer_type in (AnswerType.STEPS, AnswerType.OTHER),
+    )
+    also = {units.index(u): ns for i, ns in choice.also.items() if (u := choice.units[i]) in units}
+    titled = {i: f"{u.title}: {u.text}" for i, u in enumerate(units) if u.title and u.kind != KIND_ROW}
+    notes = _conflict_sentences(question, units, passages, conflicts, excluded or {})
+    columns = terms(question) if asked.answer_type in _VALUE_TYPES else set()
+    text = "\n\n".join([*notes, render(units, also, titled, lambda header: bool(terms(header) & columns))])
     return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
 
 
@@ -626,54 +749,6 @@ def _lower_first(header: str) -> str:
     if first.isupper() or any(c.isupper() for c in first[1:]):
         return header
     return f"{first.lower()} {others}".strip()
-
-
-def _cited(text: str, candidate: Candidate, also: Sequence[int] = ()) -> str:
-    """The unit with its citations before the closing punctuation: "... per month [1]." (and
-    "[1][3]" when passage 3 says the same); a code span is followed by its citation."""
-    cites = "".join(f"[{n}]" for n in sorted({candidate.n, *also}))
-    if candidate.kind == KIND_CODE:
-        return f"{text} {cites}"
-    closing = re.search(r"([.!?:])([\"'”’)\]]*)$", text)
-    if closing:
-        stop, marks = closing.groups()
-        head = text[: closing.start()].rstrip()
-        # A closing quote or bracket stays with the words it closes, the citation and the stop
-        # after it ('... called "Save" [1].'); one that closes nothing in the unit is dropped.
-        kept = _balanced_closers(text[: closing.start()], marks)
-        return f"{head}{kept} {cites}{stop}"
-    return f"{text} {cites}"
-
-
-_OPENER = {'"': '"', "”": "“", "’": "‘", "'": "'", ")": "(", "]": "["}
-
-
-def _balanced_closers(head: str, marks: str) -> str:
-    """The closing marks after a unit's last stop that close something opened in ``head``."""
-    kept = ""
-    for mark in marks:
-        opener = _OPENER[mark]
-        if opener == mark:  # a straight quote closes one opened before it: an odd count so far
-            opened = len(re.findall(rf"(?:^|(?<=[\s(\[]))\{mark}", head))
-            closed = head.count(mark) - opened
-        else:
-            opened, closed = head.count(opener), head.count(mark)
-            if mark == "’":  # the same sign is an apostrophe ("model’s")
-                closed = 0
-        if opened > closed:
-            kept += mark
-            head += mark
-    return kept
-
-
-def _layout(blocks: Sequence[str], kinds: Sequence[str], notes: Sequence[str]) -> str:
-    """The disagreement first; then short paragraphs, or a list when every part is a list item,
-    a table row or a line of code (steps keep their order)."""
-    if len(blocks) > 1 and all(kind in (KIND_ITEM, KIND_ROW, KIND_CODE) for kind in kinds):
-        body = "\n".join(f"- {block}" for block in blocks)
-    else:
-        body = " ".join(blocks) if all(k == KIND_SENTENCE for k in kinds) else "\n\n".join(blocks)
-    return "\n\n".join([*notes, body])
 
 
 def _conflict_sentences(

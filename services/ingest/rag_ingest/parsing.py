@@ -287,7 +287,8 @@ def _body_blocks(lines: list[str], path: tuple[str, ...], page: int | None) -> I
             )
             code = "\n".join(lines[index + 1 : end]).strip("\n")
             if code.strip():
-                yield Block(code, path, page, "text")
+                # Fenced as written: an answer quotes a command as a code block, never as prose.
+                yield Block(f"```\n{code}\n```", path, page, "text")
             index = end + 1
         elif _starts_table(lines, index):
             headers = _table_cells(line)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, REQUEST_WORDS, STOP_WORDS, stem, tokens
+from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, REQUEST_WORDS, STOP_WORDS, names, stem, tokens
 
 # Questions no team's documents answer; their best scores in a collection are its noise floor.
 OFF_TOPIC_PROBES = (
@@ -149,3 +149,27 @@ def judge(
         )
     low = best_similarity < threshold + confident_margin or coverage < min_coverage
     return Verdict(False, None, low)
+
+
+def _weak(name: str) -> bool:
+    """An all-capitals code or a short word ("URL", "CLI", "Go"): as often context as subject."""
+    return len(name) < 3 or name.isupper() or any(c.isdigit() for c in name)
+
+
+def absent_names(question: str, texts: Sequence[str]) -> list[str]:
+    """The proper names and codes of the question that none of ``texts`` holds, as written."""
+    held = " ".join(texts).lower()
+    return sorted(n for n in names(question) if n.lower() not in held)
+
+
+def unknown_names_reason(unknown: Sequence[str]) -> str | None:
+    """Why a question about names the collection never mentions is refused (None: it is not).
+
+    One capitalised name the documents never write ("Keycloak", "Helm") means they do not cover
+    what was asked; an all-capitals code or a short word alone may be written out in them
+    ("OCSP", "URL"), so it takes two.
+    """
+    strong = [n for n in unknown if not _weak(n)]
+    if strong or len(unknown) >= 2:
+        return f"the documents never mention {', '.join(unknown)}"
+    return None

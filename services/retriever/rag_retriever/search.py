@@ -29,7 +29,14 @@ from rag_common.wire.messages import Passage, QueryRetrieved, QueryRouted, Retri
 from rag_common.wire.names import check_filters
 from rag_retriever.context import estimate_tokens, expand_within, fit_budget, neighbour_keys
 from rag_retriever.ranking import keyword_query, prefer_named_source, weighted_dbsf
-from rag_retriever.relevance import OFF_TOPIC_PROBES, Calibration, calibrate, judge
+from rag_retriever.relevance import (
+    OFF_TOPIC_PROBES,
+    Calibration,
+    absent_names,
+    calibrate,
+    judge,
+    unknown_names_reason,
+)
 from rag_retriever.rerank import Reranker, make_reranker
 from rag_retriever.selection import Selection, diversify, escalate, to_passages
 from rag_retriever.settings import RetrieverSettings
@@ -187,6 +194,12 @@ class Retriever:
             confident_margin=CONFIDENT_MARGIN,
         )
         selection = Selection(passages=p.passages, refused=verdict.refused or not p.passages, reason=verdict.reason)
+        if not selection.refused:
+            texts = [f"{x.source} {x.section} {x.text}" for x in p.passages]
+            absent = absent_names(p.question, texts)
+            unknown = [n for n in absent if not self.mentions(p.collection, n, p.filters)]
+            if reason := unknown_names_reason(unknown):
+                selection = Selection(passages=p.passages, refused=True, reason=reason)
         if not p.passages and selection.reason is None:
             selection = Selection(passages=p.passages, refused=True, reason="the collection has no passages")
         p.refused, p.reason = selection.refused, selection.reason
@@ -202,6 +215,15 @@ class Retriever:
         p.sentence_scores = self.sentence_scores(p.collection, p.hits, vector)
 
     # --- what the steps use -------------------------------------------------------------------
+
+    def mentions(self, collection: str, name: str, filters: dict[str, Any]) -> bool:
+        """Whether any chunk of the collection (within ``filters``) holds ``name``: one BM25-only
+        search for the name alone, run only for a name the retrieved passages lack."""
+        vector = next(iter(self.embedder.sparse.query_embed(name)))
+        if not len(vector.indices):
+            return True  # nothing to look up (a name of stop words): not evidence of absence
+        side = SideQuery(SPARSE, SparseVector(vector.indices.tolist(), vector.values.tolist()), 1)
+        return bool(self.store.search_sides(collection, [side], filters=filters)[0])
 
     def uses_second(self, collection: str) -> bool:
         """Whether questions to this collection search the second dense model's side too: the

@@ -42,6 +42,17 @@ class _TurnIn(BaseModel):
     # In the collection's domain but not answered by its documents ("Who is the CEO?"): must be
     # refused (or flagged low_confidence), counted apart from off-topic and injection items.
     unanswerable: bool = False
+    # A set's own label (nats-docs: fact, howto, why, two_part, unanswerable, off_topic,
+    # conversation): "unanswerable" and "off_topic" items must be refused, as the flags above say.
+    category: str | None = None
+
+    @model_validator(mode="after")
+    def _from_category(self) -> _TurnIn:
+        if self.category == "unanswerable":
+            self.unanswerable = True
+        elif self.category == "off_topic":
+            self.out_of_scope = True
+        return self
 
 
 class _ItemIn(BaseModel):
@@ -52,9 +63,13 @@ class _ItemIn(BaseModel):
     id: str = Field(min_length=1)
     question: str | None = None
     conversation: list[_TurnIn] | None = None
+    # nats-docs writes a conversation as ``turns`` and repeats its first turn at the top level.
+    turns: list[_TurnIn] | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> _ItemIn:
+        if self.turns is not None and self.conversation is None:
+            self.conversation, self.question = self.turns, None
         if (self.question is None) == (self.conversation is None):
             raise ValueError("give exactly one of 'question' or 'conversation'")
         if self.conversation is not None and not self.conversation:
@@ -108,6 +123,7 @@ def _expectations(turn: _TurnIn) -> Expectations:
         expected_rewrite=tuple(turn.expected_rewrite),
         reference_answer=turn.reference_answer or None,
         unanswerable=turn.unanswerable,
+        category=turn.category,
     )
 
 

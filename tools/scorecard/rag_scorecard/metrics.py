@@ -15,6 +15,7 @@ retrieval @10 is computed over the 5 that exist.
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -66,6 +67,7 @@ class Expectations:
     # A person's answer to compare the answer's words with (SQuAD F1, content recall); None: not checked.
     reference_answer: str | None = None
     unanswerable: bool = False  # in the domain, but the documents do not answer it
+    category: str | None = None  # the set's own label of the question (nats-docs), reported as is
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +313,72 @@ def answer_words(answer: str) -> int:
     return len(_squad_tokens(answer))
 
 
+# --- what the passages could have given: the ceiling an extractive answer is measured against ---
+
+CEILING_DEPTHS = (1, 3, 5)
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """Key facts and reference content held by the top 1, 3 and 5 passages together (None: not measured).
+
+    An answer quotes the passages, so what the first k of them hold bounds what it can hold: an
+    answer below the top passage's ceiling dropped facts that the passage it cites holds.
+    """
+
+    key_facts: tuple[float | None, ...]
+    content: tuple[float | None, ...]
+
+
+def passage_ceiling(texts: Sequence[str], expect: Expectations, question: str) -> Ceiling:
+    """Key-fact recall and content recall of the first 1, 3 and 5 passage texts taken together."""
+    joined = [" ".join(texts[:k]) for k in CEILING_DEPTHS]
+    reference = expect.reference_answer
+    return Ceiling(
+        key_facts=tuple(keyword_recall(t, expect.expected_keywords) for t in joined),
+        content=tuple(content_recall(t, reference, question) if reference and question else None for t in joined),
+    )
+
+
+# A stated value: a number with its unit, a code span, a path or URL, a flag.
+_VALUE = re.compile(r"`[^`]+`|https?://\S+|(?<!\w)/[\w./-]+|--?[a-z][\w-]+|\$?\d[\d,.]*\s*[%\w]*")
+_UNIT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+SAME_STATEMENT = 0.6  # content-word Jaccard above which two parts of one answer say the same thing
+
+
+_FENCED = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
+_TABLE_RULE = re.compile(r"^\|(?:\s*:?-+:?\s*\|)+\s*$")
+
+
+def _statements(answer: str) -> str:
+    """The answer without what states no fact of its own: code blocks (a command's lines repeat
+    its tokens by nature) and table headers and rules (two tables of one kind share a header)."""
+    lines = _FENCED.sub("", answer).split("\n")
+    header = {i - 1 for i, line in enumerate(lines) if _TABLE_RULE.match(line.strip())}
+    return "\n".join(line for i, line in enumerate(lines) if i not in header and not _TABLE_RULE.match(line.strip()))
+
+
+def repeated_facts(answer: str) -> int:
+    """Facts an answer states more than once: pairs of its sentences or lines that say the same thing.
+
+    Two parts repeat a fact when their content words mostly agree (Jaccard ≥ ``SAME_STATEMENT``),
+    or when they state the same value (a number with its unit, a code span, a path) and share
+    at least a third of their content words: the same price quoted from two sources is one fact
+    said twice; a port and a path in two lines about different settings are two facts.
+    """
+    parts = [p for p in (_CITATION.sub("", u).strip(" -*") for u in _UNIT_SPLIT.split(_statements(answer))) if p]
+    words = [{t for t in _squad_tokens(p) if t not in STOP_WORDS} for p in parts]
+    values = [{v.strip().lower() for v in _VALUE.findall(p)} for p in parts]
+    repeats = 0
+    for i in range(len(parts)):
+        for j in range(i + 1, len(parts)):
+            union = words[i] | words[j]
+            overlap = len(words[i] & words[j]) / len(union) if union else 0.0
+            if overlap >= SAME_STATEMENT or (values[i] & values[j] and overlap >= 1 / 3):
+                repeats += 1
+    return repeats
+
+
 def flags_match(actual: Mapping[str, bool], expected: Mapping[str, bool]) -> bool:
     """Whether every listed flag has the expected value; a flag the answer lacks counts as False."""
     return all(bool(actual.get(name, False)) == value for name, value in expected.items())
@@ -320,10 +388,11 @@ def should_refuse(expectations: Expectations) -> bool:
     """Whether a correct system refuses: an explicit ``expected_flags.refused`` wins, else ``out_of_scope``.
 
     Prompt-injection items are in the corpus's domain (not out of scope) yet must be refused, so
-    the explicit flag takes precedence; for sets without flags this is just ``out_of_scope``.
+    the explicit flag takes precedence; for sets without flags it is ``out_of_scope`` or
+    ``unanswerable`` (in the domain, but not in the documents).
     """
     explicit = expectations.expected_flags.get(Flag.REFUSED)
-    return bool(explicit) if explicit is not None else expectations.out_of_scope
+    return bool(explicit) if explicit is not None else expectations.out_of_scope or expectations.unanswerable
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +414,10 @@ class AnswerScores:
     answerable_refused: bool | None = None  # None: the item should be refused
     unanswerable_answered: bool | None = None  # None: the item should be answered
     unanswerable_caught: bool | None = None  # refused or flagged low_confidence; None: not an unanswerable item
+    unanswerable_refused: bool | None = None  # None: not an in-domain question the documents do not answer
+    off_topic_refused: bool | None = None  # None: not an off-topic question
+    repeated_facts: int | None = None  # None: refused
+    ceiling: Ceiling | None = None  # None: no passage texts given
 
 
 def rewrite_matches(rewritten: str | None, words: Sequence[str]) -> bool:
@@ -354,7 +427,7 @@ def rewrite_matches(rewritten: str | None, words: Sequence[str]) -> bool:
 
 
 def score_answer(expect: Expectations, seen: Observed, question: str = "") -> AnswerScores:
-    """All answer metrics of one question (``question``: its text, for content recall)."""
+    """All answer metrics of one question (``question``: its text, for content recall and the ceiling)."""
     citable = not seen.refused and bool(seen.passages)
     refuse = should_refuse(expect)
     reference = expect.reference_answer
@@ -387,6 +460,12 @@ def score_answer(expect: Expectations, seen: Observed, question: str = "") -> An
         unanswerable_caught=(seen.refused or bool(seen.flags.get(Flag.LOW_CONFIDENCE, False)))
         if expect.unanswerable
         else None,
+        unanswerable_refused=seen.refused if expect.unanswerable else None,
+        off_topic_refused=seen.refused if expect.out_of_scope and not expect.unanswerable else None,
+        repeated_facts=None if seen.refused else repeated_facts(seen.answer),
+        ceiling=passage_ceiling([p.text for p in seen.passages], expect, question)
+        if seen.passages and (expect.expected_keywords or expect.reference_answer)
+        else None,
     )
 
 
@@ -414,6 +493,19 @@ class AnswerSummary:
     answerable_but_refused: int = 0
     unanswerable_but_answered: int = 0
     unanswerable_caught_rate: float | None = None  # share of "unanswerable" items refused or flagged
+    # What a person reads: the asked facts (expected_keywords), how long, and facts said twice.
+    key_fact_recall: float | None = None
+    answer_words_median: float | None = None
+    answers_repeating_a_fact: int = 0
+    unanswerable_refused: str | None = None  # "7/10": refused of the in-domain questions the documents lack
+    off_topic_refused: str | None = None  # "5/5"
+    # The passages' ceilings: what the top 1, 3 and 5 passages together hold (answerable questions).
+    key_fact_ceiling_top1: float | None = None
+    key_fact_ceiling_top3: float | None = None
+    key_fact_ceiling_top5: float | None = None
+    content_ceiling_top1: float | None = None
+    content_ceiling_top3: float | None = None
+    content_ceiling_top5: float | None = None
 
 
 def _share(values: Sequence[bool | None]) -> float | None:
@@ -423,6 +515,17 @@ def _share(values: Sequence[bool | None]) -> float | None:
 def summarize_answers(scores: Sequence[AnswerScores]) -> AnswerSummary:
     """Rates over the questions each check applies to; None where no question asked for it."""
     violations = [bool(s.disallowed_found) for s in scores if s.disallowed_found is not None]
+    words = sorted(s.answer_words for s in scores if s.answer_words is not None)
+    key_facts = mean([s.keyword_recall for s in scores if s.keyword_recall is not None])
+
+    def out_of(values: Sequence[bool | None]) -> str | None:
+        asked = [v for v in values if v is not None]
+        return f"{sum(asked)}/{len(asked)}" if asked else None
+
+    def ceiling(kind: str, depth: int) -> float | None:
+        index = CEILING_DEPTHS.index(depth)
+        return mean([v for s in scores if s.ceiling and (v := getattr(s.ceiling, kind)[index]) is not None])
+
     return AnswerSummary(
         questions=len(scores),
         refusal_accuracy=_share([s.refusal_correct for s in scores]),
@@ -441,4 +544,15 @@ def summarize_answers(scores: Sequence[AnswerScores]) -> AnswerSummary:
         answerable_but_refused=sum(1 for s in scores if s.answerable_refused),
         unanswerable_but_answered=sum(1 for s in scores if s.unanswerable_answered),
         unanswerable_caught_rate=_share([s.unanswerable_caught for s in scores]),
+        key_fact_recall=key_facts,
+        answer_words_median=float(statistics.median(words)) if words else None,
+        answers_repeating_a_fact=sum(1 for s in scores if s.repeated_facts),
+        unanswerable_refused=out_of([s.unanswerable_refused for s in scores]),
+        off_topic_refused=out_of([s.off_topic_refused for s in scores]),
+        key_fact_ceiling_top1=ceiling("key_facts", 1),
+        key_fact_ceiling_top3=ceiling("key_facts", 3),
+        key_fact_ceiling_top5=ceiling("key_facts", 5),
+        content_ceiling_top1=ceiling("content", 1),
+        content_ceiling_top3=ceiling("content", 3),
+        content_ceiling_top5=ceiling("content", 5),
     )

@@ -24,6 +24,7 @@ GATEABLE_METRICS = (
     "answers.refusal_accuracy",
     "answers.citation_validity",
     "answers.keyword_recall",
+    "answers.key_fact_recall",
     "answers.flag_accuracy",
     "answers.tier_accuracy",
     "answers.injection_accuracy",

@@ -112,7 +112,7 @@ class Candidate:
     kind: str  # "sentence" | "item" | "row" | "code"
     context: str = ""
     lead: bool = False  # first unit under its heading: the one a heading or FAQ question introduces
-    intro: str = ""  # a line of code's lead-in sentence ("Send the token in the header:"), if any
+    intro: str = ""  # the lead-in of a line of code or a list item ("Send the token in the header:"), if any
     title: str = ""  # the name of a card the source also glued in front of this unit, if any
 
 
@@ -144,7 +144,7 @@ def candidate_sentences(
             if _readable(unit, kind, passage.section):
                 context = _join(passage.section, heading)
                 lead = heading != last_heading and alone
-                intro = heading if kind == KIND_CODE and heading.endswith(":") else ""
+                intro = heading if kind in (KIND_CODE, KIND_ITEM) and heading.endswith(":") else ""
                 candidates.append(Candidate(unit, passage.n, rank, position, kind, context, lead, intro))
                 position, last_heading = position + 1, heading
     return candidates

@@ -1,0 +1,109 @@
+"""Extractive answers that hold the asked fact, as a reader reads them: the right unit whole, in its
+own Markdown, the asked value first, both sides of a comparison, and a refusal only when the
+documents lack what was asked. The passages are written as the NATS documentation writes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.wire.messages import Passage
+from rag_generator.extractive import extractive_reply
+
+pytestmark = pytest.mark.unit
+
+BCRYPT = Passage(
+    n=1,
+    source="nats_cli/README.md",
+    section="Generating bcrypted passwords",
+    text=(
+        "The server supports hashing of passwords and authentication tokens using `bcrypt`. To take advantage "
+        "of this, simply replace the plaintext password in the configuration with its `bcrypt` hash.\n\n"
+        "The `nats` utility has a command for creating `bcrypt` hashes.\n\n"
+        "```\nnats server passwd\n? Enter password [? for help] ******\n```\n\n"
+        "To use the password on the server, add the hash into the server configuration file's authorization section."
+    ),
+)
+LEAFNODES = Passage(
+    n=1,
+    source="leafnodes/leafnode_conf.md",
+    section="`leafnodes` Configuration Block",
+    kind="table",
+    text=(
+        "A nats-server accepts leafnode connections when a leafnodes block is configured.\n\n"
+        "Property: host; Description: Interface where the server will listen for incoming leafnode connections.\n"
+        "Property: port; Description: Port where the server will listen for incoming leafnode connections "
+        "(default is 7422).\n"
+        "Property: authorization; Description: Authorization block."
+    ),
+)
+STREAM_PARTS = Passage(
+    n=1,
+    source="streams.md",
+    section="Streams",
+    text=(
+        "A subject-based stream in JetStream consists of three parts:\n\n"
+        "- the subjects it listens on;\n- the storage it keeps messages in;\n- the limits that discard old messages."
+    ),
+)
+CONSUMERS = Passage(
+    n=1,
+    source="consumers.md",
+    section="Consumers",
+    text=(
+        "Consumers can be push-based or pull-based. Push consumers have messages delivered to a subject that the "
+        "client subscribes to. Pull consumers let the client ask the server for messages in batches, at its own "
+        "pace. Durable consumers keep their state across restarts."
+    ),
+)
+
+
+def test_a_sentence_that_leads_into_a_command_brings_the_command_fenced() -> None:
+    reply = extractive_reply("how do I get a bcrypt hash of a password to paste into the server config?", [BCRYPT])
+    assert "```\nnats server passwd\n" in reply.text  # the command, as a code block, not prose
+
+
+def test_the_asked_value_comes_as_its_table_row_under_the_header() -> None:
+    reply = extractive_reply(
+        "Which port does nats-server listen on for incoming leafnode connections if I don't set one?", [LEAFNODES]
+    )
+    assert reply.answered  # "if I don't set one" is the table's "default"
+    table = reply.text[reply.text.index("| Property") :]
+    assert table.startswith("| Property | Description |\n|---|---|\n| port |")  # the row with the port first
+    assert "7422" in table.splitlines()[2]
+    assert "field:" not in reply.text.lower()  # never flattened into "field: description ..." prose
+
+
+def test_an_answer_never_stops_on_a_lead_in_without_its_list() -> None:
+    reply = extractive_reply("What does a subject-based stream consist of?", [STREAM_PARTS])
+    assert not reply.text.rstrip().endswith(":")
+    assert "- the subjects it listens on" in reply.text
+
+
+def test_a_comparison_quotes_each_side() -> None:
+    reply = extractive_reply("What's the difference between pull consumers and push consumers?", [CONSUMERS])
+    lines = reply.text.splitlines()
+    assert lines[0].startswith("- **pull consumers**: Pull consumers let the client ask")
+    assert lines[1].startswith("- **push consumers**: Push consumers have messages delivered")
+
+
+def test_a_number_no_passage_gives_near_the_question_is_refused() -> None:
+    reply = extractive_reply("How many subjects can a stream listen on at most?", [STREAM_PARTS])
+    assert not reply.answered
+    assert reply.reason == "no passage near the question gives the number it asks for"
+
+
+PRICING = Passage(
+    n=1,
+    source="pricing.md",
+    section="Plans",
+    text=(
+        "Plan: Free; Price per user per month: $0\nPlan: Pro; Price per user per month: $12\n\n"
+        "The Pro plan is $12 per user per month. The Business plan costs $24 per user per month."
+    ),
+)
+
+
+def test_a_price_is_stated_once_and_another_plan_is_not_more_of_the_answer() -> None:
+    reply = extractive_reply("How much does the Pro plan cost per user per month?", [PRICING])
+    assert reply.text.count("$12") == 1
+    assert "Business" not in reply.text
