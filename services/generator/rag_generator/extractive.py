@@ -133,7 +133,10 @@ _SYNONYMS = {
     "maximum": "max",
 }
 _PRONOUN_START = re.compile(
-    r"^(it|this|that|they|these|those|he|she|its|their|such)\b(?!\s+(?:is|are)\s+(?:why|how))", re.I
+    # "So ...", "Therefore ...": a consequence is read with the sentence that gives its reason.
+    r"^(it|this|that|they|these|those|he|she|its|their|such|so|thus|therefore|hence|consequently)\b"
+    r"(?!\s+(?:is|are)\s+(?:why|how))",
+    re.I,
 )
 _DETERMINER_NOUN = re.compile(r"^(this|that|these|those)\s+[a-z]+\s+(is|are|was|were|has|have|can|will)\b", re.I)
 
@@ -557,9 +560,10 @@ def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget:
     if not choice.units or choice.units[0].kind in (KIND_CODE, KIND_ROW):
         return choice  # a line of configuration or a table row is the value itself
     named = {n.lower() for n in asked.names if not _acronym(n)}
-    words = sum(len(u.text.split()) for u in choice.units)
     first = choice.units[0]
-    units = list(choice.units)
+    # The best passage's own units first: a unit of another passage gives way to reading on.
+    units = [u for u in choice.units if u.n == first.n]
+    words = sum(len(u.text.split()) for u in units)
     position = first.position
     by_position = {c.position: c for c in candidates if c.n == first.n}
     while (unit := by_position.get(position + 1)) is not None and unit.context == first.context:
@@ -571,8 +575,14 @@ def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget:
             break
         units.append(unit)
         words += size
+    for unit in choice.units:
+        size = len(unit.text.split())
+        if unit.n != first.n and words + size <= budget:
+            units.append(unit)
+            words += size
     ordered = _reading_order(units)
-    return _Choice(ordered, {ordered.index(choice.units[i]): ns for i, ns in choice.also.items()})
+    kept = [i for i, u in enumerate(choice.units) if u in ordered]
+    return _Choice(ordered, {ordered.index(choice.units[i]): ns for i, ns in choice.also.items() if i in kept})
 
 
 def _with_its_command(choice: _Choice, candidates: Sequence[Candidate]) -> _Choice:
