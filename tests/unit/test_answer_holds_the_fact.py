@@ -107,3 +107,25 @@ def test_a_price_is_stated_once_and_another_plan_is_not_more_of_the_answer() -> 
     reply = extractive_reply("How much does the Pro plan cost per user per month?", [PRICING])
     assert reply.text.count("$12") == 1
     assert "Business" not in reply.text
+
+
+EVICTING = Passage(
+    n=1,
+    source="jetstream_clustering/administration.md",
+    section="Evicting a peer",
+    text=(
+        "There might be a case though where you know a node will never return, and you want to signal to "
+        "JetStream that the node will not return. After the node is removed the cluster will notice that the "
+        "replica count of a stream is not honored anymore.\n\n"
+        "```shell\nnats server cluster peer-remove n4-c1\n```\n\n"
+        "Peer-removing nodes from the cluster is a destructive operation."
+    ),
+)
+
+
+def test_a_how_to_answer_shows_the_command_its_passage_gives_after_the_explanation() -> None:
+    reply = extractive_reply(
+        "a node in my JetStream cluster is gone for good - how do I tell the cluster to drop it?", [EVICTING]
+    )
+    assert "`nats server cluster peer-remove n4-c1` [1]" in reply.text  # one line: a code span
+    assert reply.text.index("never return") < reply.text.index("peer-remove n4-c1")  # explained, then shown

@@ -133,7 +133,10 @@ _SYNONYMS = {
     "maximum": "max",
 }
 _PRONOUN_START = re.compile(
-    r"^(it|this|that|they|these|those|he|she|its|their|such)\b(?!\s+(?:is|are)\s+(?:why|how))", re.I
+    # "So ...", "Therefore ...": a consequence is read with the sentence that gives its reason.
+    r"^(it|this|that|they|these|those|he|she|its|their|such|so|thus|therefore|hence|consequently)\b"
+    r"(?!\s+(?:is|are)\s+(?:why|how))",
+    re.I,
 )
 _DETERMINER_NOUN = re.compile(r"^(this|that|these|those)\s+[a-z]+\s+(is|are|was|were|has|have|can|will)\b", re.I)
 
@@ -557,20 +560,53 @@ def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget:
     if not choice.units or choice.units[0].kind in (KIND_CODE, KIND_ROW):
         return choice  # a line of configuration or a table row is the value itself
     named = {n.lower() for n in asked.names if not _acronym(n)}
-    words = sum(len(u.text.split()) for u in choice.units)
     first = choice.units[0]
-    units = list(choice.units)
-    position = max(u.position for u in units if u.n == first.n)
+    # The best passage's own units first: a unit of another passage gives way to reading on.
+    units = [u for u in choice.units if u.n == first.n]
+    words = sum(len(u.text.split()) for u in units)
+    position = first.position
     by_position = {c.position: c for c in candidates if c.n == first.n}
     while (unit := by_position.get(position + 1)) is not None and unit.context == first.context:
+        position += 1
+        if unit in units:
+            continue
         size = len(unit.text.split())
         if words + size > budget or unit.kind == KIND_ROW or (named and _names_another(unit.text, named)):
             break
-        if unit not in units:
-            units.insert(1 + sum(1 for u in units[1:] if u.n == first.n), unit)
+        units.append(unit)
+        words += size
+    for unit in choice.units:
+        size = len(unit.text.split())
+        if unit.n != first.n and words + size <= budget:
+            units.append(unit)
             words += size
-        position += 1
-    return _Choice(units, {units.index(choice.units[i]): ns for i, ns in choice.also.items()})
+    ordered = _reading_order(units)
+    kept = [i for i, u in enumerate(choice.units) if u in ordered]
+    return _Choice(ordered, {ordered.index(choice.units[i]): ns for i, ns in choice.also.items() if i in kept})
+
+
+def _with_its_command(choice: _Choice, candidates: Sequence[Candidate]) -> _Choice:
+    """For "how do I ...": when no chosen unit is code, the first code block after the best unit
+    in its section follows, with the sentence that leads into it: a how-to explains, then shows
+    the command ("... signal to JetStream that the node will not return." then
+    ``nats server cluster peer-remove n4-c1``)."""
+    if not choice.units or any(u.kind == KIND_CODE for u in choice.units):
+        return choice
+    first = choice.units[0]
+    code = next(
+        (
+            c
+            for c in sorted(candidates, key=lambda c: c.position)
+            if c.n == first.n and c.kind == KIND_CODE and c.position > first.position and c.context == first.context
+        ),
+        None,
+    )
+    if code is None:
+        return choice
+    lead = next((c for c in candidates if c.n == code.n and c.position == code.position - 1), None)
+    added = [u for u in (lead, code) if u is not None and u not in choice.units and u.kind != KIND_ROW]
+    ordered = _reading_order([*choice.units, *added])
+    return _Choice(ordered, {ordered.index(choice.units[i]): ns for i, ns in choice.also.items()})
 
 
 def _names_another(text: str, named: set[str]) -> bool:
@@ -693,6 +729,8 @@ def extractive_reply(
         choice = _with_command(choice, scored, candidates)
     if scored[0].relevance > 0:
         choice = _with_what_follows(choice, candidates, REGION_WORDS, asked)
+        if asked.answer_type is AnswerType.STEPS:
+            choice = _with_its_command(choice, candidates)
     units = with_blocks(
         choice.units,
         candidates,

@@ -150,7 +150,17 @@ def _code(lines: Sequence[Candidate], numbers: Sequence[int], after_sentence: bo
     body = "\n".join(line.text for line in lines)
     while fence in body:
         fence += "`"
-    intro = cite(first.intro, numbers) if first.intro else "" if after_sentence else cites
+    # A block without a lead-in of its own is introduced by where it stands: "From “Evicting a peer” [1]:".
+    where = first.context.strip()
+    intro = (
+        cite(first.intro, numbers)
+        if first.intro
+        else ""
+        if after_sentence
+        else cite(f"From “{where}”:", numbers)
+        if where
+        else cites
+    )
     return "\n".join(part for part in (intro, fence, body, fence) if part)
 
 
