@@ -60,3 +60,21 @@ def test_code_and_readme_give_reasons_not_issue_numbers_or_rounds() -> None:
         if HISTORY.search(line)
     ]
     assert not found, found
+
+
+# Reference pages hold current figures; run history stays in git. Sizes in bytes (KB = 1000 bytes).
+DOCS_BUDGET_BYTES = 120_000
+README_BUDGET_BYTES = 12_000
+
+
+def test_the_markdown_under_docs_stays_within_its_budget() -> None:
+    sizes = {path.relative_to(ROOT): path.stat().st_size for path in (ROOT / "docs").rglob("*.md")}
+    largest = sorted(sizes.items(), key=lambda item: -item[1])[:5]
+    assert sum(sizes.values()) <= DOCS_BUDGET_BYTES, (
+        f"docs/ holds {sum(sizes.values())} bytes of Markdown; largest: {largest}"
+    )
+
+
+def test_the_readme_stays_a_short_guide() -> None:
+    size = (ROOT / "README.md").stat().st_size
+    assert size <= README_BUDGET_BYTES, f"README.md is {size} bytes: link a reference page instead of copying it"

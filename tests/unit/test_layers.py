@@ -213,7 +213,7 @@ def test_no_package_starts_one_of_a_higher_floor_by_name() -> None:
 
 def test_benchmarks_holds_only_what_make_bench_and_make_chaos_run() -> None:
     """A study without a make target leaves the tree, its figures in a decision record
-    (docs/decisions/0275-the-lab-leaves-the-tree.md): every module here is reached from a target."""
+    (docs/decisions/0300-decisions-in-force.md): every module here is reached from a target."""
     targets = re.findall(r"-m (benchmarks(?:\.[a-z_]+)?)", (ROOT / "Makefile").read_text())
     roots = {target if "." in target else "benchmarks.__main__" for target in targets}
     assert roots == {"benchmarks.__main__", "benchmarks.chaos"}

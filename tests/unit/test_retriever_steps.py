@@ -56,7 +56,7 @@ def test_the_retriever_has_at_most_25_settings_of_its_own() -> None:
 def test_a_removed_setting_stops_the_service_and_says_where_it_went(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert name in REMOVED
     monkeypatch.setenv(name, "0.5")
-    with pytest.raises(ValidationError, match=f"{name}: no longer a setting.*0200-retriever-steps"):
+    with pytest.raises(ValidationError, match=f"{name}: no longer a setting.*0300-decisions-in-force"):
         RetrieverSettings()
 
 

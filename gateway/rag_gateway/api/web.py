@@ -2,13 +2,15 @@
 
 The page's upload label and file picker name the accepted formats; they are filled in from the one
 list (``rag_common.wire.formats``) when the page is served, so the page cannot offer a format the
-gateway refuses, nor miss one it takes.
+gateway refuses, nor miss one it takes. The words for a raised flag come the same way from
+``rag_common.wire.messages.flags.WORDS``, as a JSON block the page's script reads.
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import json
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
@@ -16,17 +18,28 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from rag_common.wire.formats import accept_attribute, described
+from rag_common.wire.messages.flags import WORDS
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
 router = APIRouter(include_in_schema=False)
 
 
+def flag_notices_json() -> str:
+    """Each flag's notice as JSON that is safe inside ``<script type="application/json">``."""
+    notices = {str(flag): words.notice for flag, words in WORDS.items()}
+    return json.dumps(notices, ensure_ascii=False).replace("<", "\\u003c")
+
+
 @functools.cache
 def page_html() -> str:
-    """``index.html`` with the formats filled in (read once: the file ships with the package)."""
+    """``index.html`` with the formats and flag notices filled in (read once: the file ships with the package)."""
     template = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
-    filled = template.replace("{{formats}}", html.escape(described())).replace("{{accept}}", accept_attribute())
+    filled = (
+        template.replace("{{formats}}", html.escape(described()))
+        .replace("{{accept}}", accept_attribute())
+        .replace("{{flag_notices}}", flag_notices_json())
+    )
     if "{{" in filled:
         raise RuntimeError(f"{STATIC_DIR / 'index.html'}: a placeholder is left unfilled")
     return filled

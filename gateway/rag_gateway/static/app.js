@@ -251,29 +251,22 @@
     return `Sources disagree on “${conflict.subject}”: ${said.join(" vs ")}`;
   }
 
+  // A raised flag's words come from the gateway (filled into the page from the one list of flags).
+  const FLAG_NOTICES = JSON.parse(($("flag-notices") || {}).textContent || "{}");
+
   function flagNotices(flags, details) {
     const notices = [];
     for (const [name, raised] of Object.entries(flags || {})) {
       if (!raised) continue;
       const detail = (details || {})[name];
-      if (name === "conflicting_sources") {
-        const conflicts = Array.isArray(detail) ? detail : [];
-        if (conflicts.length) for (const c of conflicts) notices.push([name, disagreement(c)]);
-        else notices.push([name, "Sources disagree on this."]);
-      } else if (name === "ungrounded") {
-        const sentence = detail && typeof detail.sentence === "string" ? detail.sentence.replace(/\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]/g, "").trim() : "";
-        notices.push([name, sentence ? `Part of this answer is weakly supported: “${sentence}”` : "Part of this answer is weakly supported."]);
-      } else if (name === "low_confidence") {
-        notices.push([name, "The documents match this question only loosely: check the sources."]);
-      } else if (name === "citation_invalid") {
-        notices.push([name, "Some citation numbers do not match a source."]);
-      } else if (name === "refused") {
-        notices.push([name, "The documents do not answer this."]);
-      } else if (name === "injection_suspected") {
-        notices.push([name, "A source holds text that tries to instruct the assistant (marked among the sources, that text withheld): read this answer with care."]);
+      const notice = FLAG_NOTICES[name] || `Check raised: ${name.replace(/[_-]+/g, " ").trim()}.`;
+      if (name === "conflicting_sources" && Array.isArray(detail) && detail.length) {
+        for (const c of detail) notices.push([name, disagreement(c)]);
+      } else if (name === "ungrounded" && detail && typeof detail.sentence === "string" && detail.sentence.trim()) {
+        const sentence = detail.sentence.replace(/\s*\[\d{1,3}(?:\s*,\s*\d{1,3})*\]/g, "").trim();
+        notices.push([name, sentence ? `${notice.replace(/\.$/, "")}: “${sentence}”` : notice]);
       } else {
-        const words = name.replace(/[_-]+/g, " ").trim();
-        notices.push([name, `Check raised: ${words}.`]);
+        notices.push([name, notice]);
       }
     }
     return notices;

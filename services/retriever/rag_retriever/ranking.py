@@ -1,7 +1,7 @@
 """Ranking rules between the fused search hits and the passages (pure functions, no I/O): the
 weighted score fusion of three rankings, the keyword query for the sparse (BM25) side, and putting
 first the document a question names by its title. Measured in docs/EVALUATION.md; the rules
-measured worse left the tree (docs/decisions/0275-the-lab-leaves-the-tree.md).
+measured worse left the tree (docs/decisions/0300-decisions-in-force.md).
 """
 
 from __future__ import annotations

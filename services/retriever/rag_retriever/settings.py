@@ -13,7 +13,7 @@ from rag_common.store.answer_cache import AnswerCacheSettings
 RERANKER_FOLDER = "ms-marco-MiniLM-L-12-v2-int8"
 
 # Ranking options measured worse than the default and taken out of the service
-# (docs/decisions/0200-retriever-steps.md); relevance knobs now fixed constants of rag_retriever.search.
+# (docs/decisions/0300-decisions-in-force.md); relevance knobs now fixed constants of rag_retriever.search.
 REMOVED = tuple(
     f"RAG_RETRIEVER_{name}"
     for name in (
@@ -93,7 +93,7 @@ class RetrieverSettings(StoreSettings, AnswerCacheSettings):
         if found:
             raise ValueError(
                 f"{', '.join(found)}: no longer a setting (measured worse, or fixed); unset it. "
-                "What left and why: docs/decisions/0200-retriever-steps.md"
+                "What left and why: docs/decisions/0300-decisions-in-force.md"
             )
         return self
 

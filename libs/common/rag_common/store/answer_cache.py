@@ -9,7 +9,7 @@ key-value bucket ``rag-answer-cache`` (TTL ``RAG_ANSWER_CACHE_TTL_S``), two keys
 ``rag_common.wire.messages.cache``). Why a bucket and not the vector store: the evaluator, which decides
 what is kept, holds no vector store (an embedded store has one owning process), the bucket's TTL
 forgets old answers with no sweep, and every replica reads the same keys
-(docs/decisions/0210-semantic-cache.md).
+(docs/decisions/0300-decisions-in-force.md).
 
 A question is served from the cache when, all at once:
 
@@ -22,7 +22,7 @@ A question is served from the cache when, all at once:
   name the same numbers and capitalised names ("Pro" and "Business" differ however close the
   sentences are), and both mean the same way: the same negations, comparatives and superlatives,
   regions, periods and plans, whatever the case ("does not include" never meets "includes", nor
-  "eu" "us": ``cache_match.may_serve``, docs/decisions/0265-cache-knows-meaning.md). The same
+  "eu" "us": ``cache_match.may_serve``, docs/decisions/0300-decisions-in-force.md). The same
   normalised question is found by its key at once.
 
 The gateway serves the same question verbatim before queuing it (``AnswerCache.verbatim``: two
@@ -64,7 +64,7 @@ from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
 
 log = logging.getLogger("rag.answer_cache")
 
-# Measured on samples/orbitly (benchmarks/cache.py, docs/decisions/0210-semantic-cache.md): the
+# Measured on samples/orbitly (benchmarks/cache.py, docs/decisions/0300-decisions-in-force.md): the
 # closest near-miss that the anchors let through is 0.94 ("... cost per month?" / "... per year?"),
 # most rephrasings score 0.95 to 0.99.
 DEFAULT_MIN_COSINE = 0.95

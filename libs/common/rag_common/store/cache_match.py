@@ -25,7 +25,7 @@ a kept question serves a new one only when, besides the cosine, the two agree on
   a new project?" still meets "How do I create a project?".
 
 A miss costs a retrieval; a wrong hit serves another question's answer. Where in doubt the rules
-keep two questions apart. Measured in docs/decisions/0265-cache-knows-meaning.md. The word lists
+keep two questions apart. Measured in docs/decisions/0300-decisions-in-force.md. The word lists
 are data: a new form is a word in a table.
 """
 

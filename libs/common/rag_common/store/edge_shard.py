@@ -31,7 +31,7 @@ def shard_config(*, second: bool = True) -> EdgeConfig:
     """A collection's layout, so a shard made by an older release is opened as it was made.
 
     ``second=False`` is one created before the second dense vector existed
-    (what its room costs: docs/decisions/0275-the-lab-leaves-the-tree.md).
+    (what its room costs: docs/decisions/0300-decisions-in-force.md).
     """
     vectors = {DENSE: EdgeVectorParams(size=DENSE_DIM, distance=Distance.Cosine)}
     if second:

@@ -124,7 +124,7 @@ class Embedder:
     BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
     and spins while it waits, so on a loaded machine (ingest beside its own event loop and
     writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
-    the same vectors (docs/decisions/0013-passages-on-single-threaded-sessions.md). The
+    the same vectors (docs/decisions/0300-decisions-in-force.md). The
     single-threaded session is made on the first passages (about 90 MB).
     """
 
@@ -348,7 +348,7 @@ def onnx_spinning() -> bool:
     """``RAG_ONNX_SPINNING`` (default on): whether idle onnxruntime threads spin after each run.
 
     Spinning answers a single question fastest; sleeping leaves the core to nats-server and the
-    other stages, which a busy system turns into throughput (docs/decisions/0009-onnx-threads-spin-by-default.md:
+    other stages, which a busy system turns into throughput (docs/decisions/0300-decisions-in-force.md:
     off, c1 answer p50 +2 to +7 ms, c8 +15 %, process CPU per question over NATS 9-12 -> 4-7 ms).
     """
     value = os.environ.get("RAG_ONNX_SPINNING", "true").strip().lower()
@@ -392,7 +392,7 @@ class SecondEmbedder:
     and its instruction before questions only.
 
     Its vectors are a second named vector of each chunk, searched beside MiniLM's and BM25's and
-    fused by weighted DBSF in the retriever (docs/decisions/0005-second-dense-model-opt-in.md); it
+    fused by weighted DBSF in the retriever (docs/decisions/0300-decisions-in-force.md); it
     never gives the relevance threshold's similarity, which stays MiniLM's cosine. One
     single-threaded session serves passages (``workers`` batches at once, as the embedder's) and
     questions (one thread: 8 ms of CPU per question here, where a session spread over the cores
