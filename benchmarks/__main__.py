@@ -371,6 +371,14 @@ class Bench:
             run.to_json(),
         )
         self.rec.record("overhead.inprocess_p50_ms", figures["inprocess_p50"], "ms", "stage functions in-process")
+        generator = run.inprocess_stage_ms.get("generator", {}).get("p50")
+        if isinstance(generator, (int, float)):
+            self.rec.record(
+                "overhead.generator_p50_ms",
+                float(generator),
+                "ms",
+                "the generator's draft in-process (the extractive answer, one thread: its CPU), per question",
+            )
         self.rec.record("overhead.nats_p50_ms", figures["nats_p50"], "ms", "QueryRequested on JetStream → final")
         self.rec.record("overhead.http_p50_ms", figures["http_p50"], "ms", "POST /v1/query, same questions")
         self.rec.record(

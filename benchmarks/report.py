@@ -73,6 +73,7 @@ SLICE_TARGETS = (
         "answer p50 at concurrency 1 ≤ 1.5× the in-process retrieval alone",
     ),
     Target("throughput.retriever_x1.c8_qps", ">=", 36.0, "≥ 36 questions/s at concurrency 8, one process"),
+    Target("overhead.generator_p50_ms", "<=", 15.0, "the extractive answer ≤ 15 ms per question, p50"),
     Target("scale.ratio", "<=", 2.0, "retrieval p50 at 20k chunks ≤ 2× the p50 at 1.6k (default backend)"),
     *(
         Target(f"listing.{name}_ratio", "<=", 1.3, f"{what} p50 with 10,000 documents elsewhere ≤ 1.3× with 10")

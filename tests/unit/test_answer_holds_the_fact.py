@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rag_common.text.conflicts import find_conflicts
 from rag_common.wire.messages import Passage
 from rag_generator.extractive import extractive_reply
 
@@ -129,3 +130,17 @@ def test_a_how_to_answer_shows_the_command_its_passage_gives_after_the_explanati
     )
     assert "`nats server cluster peer-remove n4-c1` [1]" in reply.text  # one line: a code span
     assert reply.text.index("never return") < reply.text.index("peer-remove n4-c1")  # explained, then shown
+
+
+def test_two_sources_disagreeing_on_a_price_say_each_price_once() -> None:
+    brochure = Passage(n=1, source="brochure.pdf", text="The Pro plan costs $15 per user per month.")
+    pricing = Passage(n=2, source="pricing.md", text="The Pro plan is $12 per user per month.")
+    forum = Passage(n=3, source="forum.md", text="A user asked whether the price of the Pro plan changed this year.")
+    passages = [brochure, pricing, forum]
+    reply = extractive_reply(
+        "How much does the Pro plan cost per user per month?", passages, conflicts=find_conflicts(passages)
+    )
+    assert reply.text.count("$15") == 1
+    assert reply.text.count("$12") == 1
+    assert "disagree" in reply.text
+    assert "asked whether" not in reply.text  # a question reported in a forum answers nothing

@@ -568,3 +568,14 @@ def test_a_fact_said_twice_is_counted_and_a_table_header_or_code_is_not() -> Non
     assert repeated_facts(table) == 0
     assert repeated_facts(code) == 0
     assert repeated_facts("The Pro plan costs $12 [1]. The Pro plan costs $12 a month [2].") == 1
+
+
+def test_a_shared_set_is_found_by_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = tmp_path / "shared" / "eval" / "tiny"
+    (shared / "corpus").mkdir(parents=True)
+    (shared / "corpus" / "a.md").write_text("# A\nText.\n")
+    (shared / "questions.jsonl").write_text('{"id": "1", "question": "What?", "category": "fact"}\n')
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    assert load_dataset(Path("tiny")).items[0].turns[0].question == "What?"

@@ -138,6 +138,7 @@ _PRONOUN_START = re.compile(
     r"(?!\s+(?:is|are)\s+(?:why|how))",
     re.I,
 )
+_REPORTED_QUESTION = re.compile(r"\b(asked|wondered|wonders|wants to know)\s+(whether|if|how|what|why|when)\b", re.I)
 _DETERMINER_NOUN = re.compile(r"^(this|that|these|those)\s+[a-z]+\s+(is|are|was|were|has|have|can|will)\b", re.I)
 
 _TYPE_EVIDENCE: Mapping[AnswerType, re.Pattern[str]] = {
@@ -702,6 +703,8 @@ def extractive_reply(
         raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
     asked = analyse(question)
     candidates = unique_candidates(candidate_sentences(passages, excluded=excluded, code=True))
+    # "A user asked whether the price changed": a question reported, not an answer.
+    candidates = [c for c in candidates if not _REPORTED_QUESTION.search(c.text)] or candidates
     if asked.answer_type not in (AnswerType.VALUE, AnswerType.STEPS):
         # Code is quoted for what it holds (a port, a command), not as an answer to "why" or "what is".
         candidates = [c for c in candidates if c.kind != KIND_CODE] or candidates
@@ -739,9 +742,19 @@ def extractive_reply(
     )
     also = {units.index(u): ns for i, ns in choice.also.items() if (u := choice.units[i]) in units}
     titled = {i: f"{u.title}: {u.text}" for i, u in enumerate(units) if u.title and u.kind != KIND_ROW}
-    notes = _conflict_sentences(question, units, passages, conflicts, excluded or {})
+    stated = _conflict_sentences(question, units, passages, conflicts, excluded or {})
+    notes = [sentence for sentence, _ in stated]
+    # The notice names each source's value: a unit that only repeats one of them says it twice.
+    kept = [i for i, u in enumerate(units) if not any(_restates(u, conflict) for _, conflict in stated)]
+    if kept and len(kept) < len(units):
+        also = {kept.index(i): also[i] for i in kept if i in also}
+        titled = {kept.index(i): titled[i] for i in kept if i in titled}
+        units = [units[i] for i in kept]
+    elif not kept:
+        units = []
     columns = terms(question) if asked.answer_type in _VALUE_TYPES else set()
-    text = "\n\n".join([*notes, render(units, also, titled, lambda header: bool(terms(header) & columns))])
+    body = render(units, also, titled, lambda header: bool(terms(header) & columns)) if units else ""
+    text = "\n\n".join(part for part in [*notes, body] if part)
     return ExtractiveReply(text, answered=not unanswered, reason=unanswered)
 
 
@@ -795,11 +808,11 @@ def _conflict_sentences(
     passages: Sequence[Passage],
     conflicts: Sequence[ConflictLike],
     excluded: Mapping[int, Sequence[tuple[int, int]]],
-) -> list[str]:
-    """One sentence per relevant conflict, naming each source's value with its citation."""
+) -> list[tuple[str, ConflictLike]]:
+    """One sentence per relevant conflict, naming each source's value with its citation, with the conflict."""
     asked = f"{question} {' '.join(c.text for c in chosen)}"
     chosen_ns = [c.n for c in chosen]
-    sentences = []
+    sentences: list[tuple[str, ConflictLike]] = []
     for conflict in conflicts:
         if not conflict.subject.split() or not names_subject(asked, conflict.subject.lower()):
             continue
@@ -812,8 +825,14 @@ def _conflict_sentences(
                 claims.append(f"{source} says {_either(list(values))} [{n}]")
         if len(claims) >= 2:
             listed = ", ".join(claims[:-1]) + (" and " if len(claims) > 2 else ", while ") + claims[-1]
-            sentences.append(f"The sources disagree on {_display(conflict.subject, question)}: {listed}.")
+            sentences.append((f"The sources disagree on {_display(conflict.subject, question)}: {listed}.", conflict))
     return sentences
+
+
+def _restates(unit: Candidate, conflict: ConflictLike) -> bool:
+    """Whether a unit states one of a conflict's values for its subject ("The Pro plan is $12 ...")."""
+    values = {v for vs in conflict.values.values() for v in vs}
+    return any(v in unit.text for v in values) and names_subject(unit.text.lower(), conflict.subject.lower())
 
 
 def _passage_for(

@@ -170,8 +170,16 @@ def parse_questions(lines: Iterable[str], where: str = "questions.jsonl") -> tup
     return tuple(items)
 
 
+SHARED_SETS = Path("../shared/eval")  # the shared evaluation sets beside the repository
+
+
 def load_dataset(folder: Path) -> Dataset:
-    """Read a dataset folder (``corpus/`` + ``questions.jsonl``), failing with a message that says what is wrong."""
+    """Read a dataset folder (``corpus/`` + ``questions.jsonl``), failing with a message that says what is wrong.
+
+    A bare name that is no folder here ("nats-docs") is looked up among the shared sets.
+    """
+    if not folder.is_dir() and len(folder.parts) == 1 and (SHARED_SETS / folder).is_dir():
+        folder = SHARED_SETS / folder
     if not folder.is_dir():
         raise UsageError(f"dataset folder {folder} does not exist (expected a folder with corpus/ and questions.jsonl)")
     corpus, questions = folder / "corpus", folder / "questions.jsonl"
