@@ -10,6 +10,7 @@ from rag_common.wire.messages import (
     AuditEvent,
     DocumentState,
     DocumentStatus,
+    Flag,
     Passage,
     QueryAnswered,
     Route,
@@ -82,13 +83,15 @@ class Answer(BaseModel):
         """The body of a final answer.
 
         Its parts read by attribute (``citations`` is the message's own property), passages and
-        route as they are; then the planted text ingest marked in any passage is withheld, and the
-        planted passages the answer does not cite join its sources, so the injection notice points
-        at something the reader can see.
+        route as they are; then the planted text ingest marked in any passage is withheld, and, when
+        the answer is flagged for it, the planted passages it does not cite join its sources, so the
+        injection notice points at something the reader can see.
         """
         answer = cls.model_validate(answered, from_attributes=True)
         cited = {p.n for p in answer.citations}
-        planted = [p for p in answer.passages if p.injection_spans and p.n not in cited]
+        # Only for an answer the planted text flagged: a refusal cites nothing.
+        flagged = answer.flags.get(Flag.INJECTION_SUSPECTED, False) and not answer.flags.get(Flag.REFUSED, False)
+        planted = [p for p in answer.passages if p.injection_spans and p.n not in cited] if flagged else []
         answer.citations = [withheld(p) for p in [*answer.citations, *planted]]
         answer.passages = [withheld(p) for p in answer.passages]
         return answer
