@@ -12,7 +12,7 @@ from rag_router.settings import RouterSettings
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHECKED_IN = ROOT / "docs" / "CONFIGURATION.md"
 README = ROOT / "README.md"
 

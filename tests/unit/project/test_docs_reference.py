@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "decisions").glob("*.md"))]
 CODE_FOLDERS = ("libs", "services", "gateway", "tools", "benchmarks", "tests", "scripts")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -23,7 +23,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FLOORS = ("libs", "services", "gateway", "tools")
 # rag_common's rooms and the rooms each may import (besides itself)
 ROOMS: dict[str, frozenset[str]] = {

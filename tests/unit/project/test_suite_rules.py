@@ -1,4 +1,5 @@
-"""The suite's own rules: every test has a level, and no fixed sleep stands in for a wait."""
+"""The suite's own rules: every test has a level, no fixed sleep stands in for a wait, and the unit tests
+mirror the packages."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.support.levels import LEVELS
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def collect(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -99,3 +100,59 @@ def test_a_bare_sleep_is_found_and_a_polls_interval_is_not() -> None:
     assert sleeps_outside_a_loop(poll) == []
     assert sleeps_outside_a_loop(nested) == [4]
     assert sleeps_outside_a_loop("import time\ntime.sleep(1)  # the sleep is under test: a TTL expires\n") == []
+
+
+# the floors whose top-level packages the unit tests mirror, and the folders kept beside them
+FLOORS = ("libs", "services", "gateway", "tools")
+UNIT_FOLDERS_BESIDE = {
+    "benchmarks": "what ``make bench`` and ``make chaos`` run",
+    "project": "rules over the whole repository and the suite: layers, docs, levels, sleeps",
+}
+UNIT_ROOT_FILES = {"__init__.py", "conftest.py"}
+
+
+def shipped_packages() -> set[str]:
+    """The top of every package under the floors: ``rag_common``, ``rag_router``, ``rag_gateway``..."""
+    return {
+        init.parent.name
+        for floor in FLOORS
+        for init in (ROOT / floor).glob("**/__init__.py")
+        if not (init.parent.parent / "__init__.py").exists()
+    }
+
+
+def misplaced_unit_tests(unit: Path, folders: set[str]) -> list[str]:
+    """What breaks the mirror: a file directly in ``unit`` (its ``__init__``/``conftest`` aside), a
+    folder not named after a package, or a folder without ``__init__.py``, where two test modules of
+    one name in two folders would clash."""
+    found = []
+    for entry in sorted(unit.iterdir()):
+        if entry.name == "__pycache__" or (entry.is_file() and entry.name in UNIT_ROOT_FILES):
+            continue
+        if entry.is_file():
+            found.append(f"{entry.name}: move it into the folder of the package it tests")
+        elif entry.name not in folders:
+            found.append(f"{entry.name}/: not a package ({', '.join(sorted(folders))})")
+        elif not (entry / "__init__.py").exists():
+            found.append(f"{entry.name}/: no __init__.py")
+    return found
+
+
+def test_the_unit_tests_sit_in_a_folder_named_after_the_package_they_test() -> None:
+    folders = shipped_packages() | set(UNIT_FOLDERS_BESIDE)
+    assert {"rag_common", "rag_gateway", "rag_scorecard"} <= folders  # the floors were read
+    assert misplaced_unit_tests(ROOT / "tests" / "unit", folders) == []
+
+
+def test_a_loose_file_an_unknown_folder_and_a_folder_without_init_are_found(tmp_path: Path) -> None:
+    for name in ("__init__.py", "conftest.py", "test_loose.py", "rag_common/__init__.py", "rag_common/test_a.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    (tmp_path / "misc").mkdir()
+    (tmp_path / "rag_router").mkdir()
+
+    assert misplaced_unit_tests(tmp_path, {"rag_common", "rag_router"}) == [
+        "misc/: not a package (rag_common, rag_router)",
+        "rag_router/: no __init__.py",
+        "test_loose.py: move it into the folder of the package it tests",
+    ]

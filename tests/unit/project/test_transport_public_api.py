@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # nats-py's private client and subscription attributes that a hand-made delivery path needs
 PRIVATE = re.compile(
     r"\._(resp_map|subs|pending_queue|pending_size|wait_for_msgs_task|process_msg|"

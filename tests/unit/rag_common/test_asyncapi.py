@@ -13,7 +13,7 @@ import rag_common.wire.subjects as subjects
 
 pytestmark = pytest.mark.unit
 
-CHECKED_IN = Path(__file__).resolve().parents[2] / "docs" / "asyncapi.json"
+CHECKED_IN = Path(__file__).resolve().parents[3] / "docs" / "asyncapi.json"
 
 
 def test_regenerating_equals_the_checked_in_document() -> None:

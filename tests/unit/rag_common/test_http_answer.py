@@ -17,7 +17,7 @@ from rag_common.wire.withheld import WITHHELD
 
 pytestmark = pytest.mark.unit
 
-RECORDED = Path(__file__).resolve().parents[1] / "support" / "recorded" / "answer_body.json"
+RECORDED = Path(__file__).resolve().parents[2] / "support" / "recorded" / "answer_body.json"
 
 CITED = Passage(n=2, source="pricing.md", section="Plans", page=3, text="Pro costs $12.", similarity=0.8)
 GIVEN = Passage(n=1, source="faq.md", text="Pro has SSO.", similarity=0.6, kind="table", injection_spans=[(0, 3)])

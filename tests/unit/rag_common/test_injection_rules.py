@@ -24,7 +24,7 @@ from tests.support.hostile_corpus import PLANTED_FORMS, PlantedForm, tag_letters
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_CORPUS = ROOT / "samples" / "orbitly" / "corpus"
 SAMPLE_QUESTIONS = ROOT / "samples" / "orbitly" / "questions.jsonl"
 

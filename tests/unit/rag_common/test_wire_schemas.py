@@ -17,7 +17,7 @@ from rag_common.wire import schemas
 
 pytestmark = pytest.mark.unit
 
-SNAPSHOTS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+SNAPSHOTS = Path(__file__).resolve().parents[3] / "docs" / "schemas"
 REGENERATE = "python -m rag_common.wire.schemas --out docs/schemas"
 
 

@@ -19,7 +19,7 @@ from rag_gateway.settings import GatewaySettings
 
 pytestmark = pytest.mark.unit
 
-CHECKED_IN = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
+CHECKED_IN = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 # what a successful response may be besides a JSON model: Prometheus text, SSE, or no body
 UNTYPED_OK = {
     ("get", "/metrics"),

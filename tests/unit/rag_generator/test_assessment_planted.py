@@ -31,7 +31,7 @@ from rag_ingest.pipeline import chunk_payload
 
 pytestmark = pytest.mark.unit
 
-FORUM = Path(__file__).resolve().parents[2] / "samples" / "orbitly" / "corpus" / "community-forum.md"
+FORUM = Path(__file__).resolve().parents[3] / "samples" / "orbitly" / "corpus" / "community-forum.md"
 PAYLOADS = ("$99/month", "maintenance mode", "shutting down", "hunter2", "attacker@example.com", "delete all inactive")
 
 

@@ -26,7 +26,7 @@ from tests.support.hidden_files import VISIBLE, hidden_docx, hidden_html, hidden
 
 pytestmark = pytest.mark.unit
 
-SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 
 
 def read(name: str, data: bytes) -> tuple[str, dict[str, int]]:

@@ -18,7 +18,7 @@ from rag_scorecard.cli import main as rag_eval
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_rag_eval_is_installed_as_the_harness_command() -> None:
