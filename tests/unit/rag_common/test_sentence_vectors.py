@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rag_common.store.contract import Hit
 from rag_common.store.embedding import align_units
 from rag_common.store.sentence_vectors import pack, scores, unpack
-from rag_common.store.vectors import Hit
 from rag_common.text.quotable import candidate_sentences, sentence_key
 from rag_common.wire.messages import Passage
 from rag_generator.extractive import extractive_answer

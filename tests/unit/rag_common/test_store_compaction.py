@@ -19,9 +19,10 @@ from qdrant_client.local.local_collection import LocalCollection
 from qdrant_client.local.qdrant_local import QdrantLocal
 
 from rag_common.store import vectors
+from rag_common.store.contract import ChunkRecord, Hit
 from rag_common.store.embedding import DENSE_DIM, SparseVector
 from rag_common.store.memory import release_memory
-from rag_common.store.vectors import ChunkRecord, Hit, VectorStore
+from rag_common.store.vectors import VectorStore
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_common.store.contract import Hit
 from rag_common.store.embedding import ModelFolderError
-from rag_common.store.vectors import Hit
 from rag_retriever.rerank import CrossEncoderReranker, make_reranker, passage_text
 from rag_retriever.settings import RetrieverSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_retriever.context import expand, expand_within, fit_budget, join, neighbour_keys, overlap
 
 pytestmark = pytest.mark.unit

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_retriever.assessment import mmr
 from rag_retriever.ranking import keyword_query, named_source, prefer_named_source, title_words
 from rag_retriever.rerank import make_reranker

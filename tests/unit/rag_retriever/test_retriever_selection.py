@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_common.wire.messages import Route
 from rag_retriever.selection import Selection, diversify, escalate, select, to_passages
 
