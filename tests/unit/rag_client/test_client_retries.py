@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rag_client.client import AsyncRagClient, RagClient, RagError, retry_after_seconds
+from rag_client.client import AsyncRagClient, RagClient
+from rag_client.errors import RagError, retry_after_seconds
 
 pytestmark = pytest.mark.unit
 
