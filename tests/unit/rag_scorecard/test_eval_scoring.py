@@ -11,33 +11,35 @@ from pathlib import Path
 import pytest
 
 from rag_common.wire.messages import Passage
+from rag_scorecard.answer_metrics import (
+    AnswerScores,
+    Ceiling,
+    citations_valid,
+    cited_numbers,
+    disallowed_found,
+    flags_match,
+    keyword_recall,
+    repeated_facts,
+    score_answer,
+    should_refuse,
+    summarize_answers,
+)
 from rag_scorecard.dataset import collection_for, load_dataset, parse_questions, slug
 from rag_scorecard.errors import UsageError
 from rag_scorecard.markdown import render_markdown
 from rag_scorecard.metrics import (
-    AnswerScores,
-    Ceiling,
     Expectations,
     GoldSource,
     MatchRule,
     Observed,
     RetrievalScores,
-    citations_valid,
-    cited_numbers,
-    disallowed_found,
     f1_score,
-    flags_match,
     hit_at_k,
-    keyword_recall,
     passage_matches,
     precision_at_k,
     recall_at_k,
     reciprocal_rank_at_k,
-    repeated_facts,
-    score_answer,
     score_retrieval,
-    should_refuse,
-    summarize_answers,
     summarize_retrieval,
 )
 from rag_scorecard.stats import percentile, percentiles, stage_percentiles
