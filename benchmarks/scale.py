@@ -38,9 +38,9 @@ from typing import Any
 
 from benchmarks.corpus import TOPICS, BenchCorpus, synthetic_corpus
 from benchmarks.overhead import cpu_seconds
+from rag_common.store.contract import ChunkRecord, Store
 from rag_common.store.embedding import Embedder, SparseVector, get_embedder
 from rag_common.store.factory import open_store
-from rag_common.store.vectors import ChunkRecord, Store
 from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
 from rag_ingest.pipeline import chunk_payload, embedding_texts, make_chunks
 from rag_ingest.settings import IngestSettings

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.__main__ import FULL, parse_args, whole_corpus
+from benchmarks.__main__ import parse_args, whole_corpus
+from benchmarks.bounds import FULL
 from benchmarks.corpus import shared_corpus
 from benchmarks.overhead import OverheadRun, headline
 from benchmarks.report import WHOLE, Recorder, beside

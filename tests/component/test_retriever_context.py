@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
+from rag_common.store.contract import ChunkRecord, Store
 from rag_common.store.edge import EdgeStore
 from rag_common.store.embedding import Embedder, get_embedder
-from rag_common.store.vectors import ChunkRecord, Store, VectorStore
+from rag_common.store.vectors import VectorStore
 from rag_common.wire.messages import Query, QueryRouted, Route, Turn
 from rag_retriever.search import Retriever
 from rag_retriever.settings import RetrieverSettings

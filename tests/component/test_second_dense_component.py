@@ -15,10 +15,11 @@ import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_edge import EdgeShard
 
+from rag_common.store.contract import DENSE, SECOND_DENSE, SPARSE, SideQuery, Store, qdrant_collection
 from rag_common.store.edge import EdgeStore
 from rag_common.store.edge_shard import shard_config
 from rag_common.store.embedding import DENSE_DIM, Embedder, SecondEmbedder, get_embedder, get_second_embedder
-from rag_common.store.vectors import DENSE, SECOND_DENSE, SPARSE, SideQuery, Store, VectorStore, qdrant_collection
+from rag_common.store.vectors import VectorStore
 from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route
 from rag_ingest.pipeline import index_document, index_version
 from rag_ingest.settings import IngestSettings

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_common.store.contract import Store
 from rag_common.store.embedding import Embedder, Units, get_embedder
 from rag_common.store.factory import configured_store
 from rag_common.store.sentence_vectors import unpack
-from rag_common.store.vectors import Store
 from rag_common.text.quotable import candidate_sentences, sentence_key, unique_candidates
 from rag_common.transport.telemetry import setup_telemetry
 from rag_common.wire.messages import IngestRequested, Query, QueryRouted, Route

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from qdrant_client import QdrantClient
 
+from rag_common.store.contract import ChunkRecord, Hit, Store
 from rag_common.store.edge import EdgeStore
 from rag_common.store.embedding import Embedder, get_embedder
 from rag_common.store.factory import open_store
-from rag_common.store.vectors import ChunkRecord, Hit, Store, VectorStore
+from rag_common.store.vectors import VectorStore
 
 pytestmark = pytest.mark.component
 
@@ -232,7 +233,7 @@ import os
 from pathlib import Path
 from rag_common.store.edge import EdgeStore
 from rag_common.store.embedding import SparseVector
-from rag_common.store.vectors import ChunkRecord
+from rag_common.store.contract import ChunkRecord
 store = EdgeStore(Path({str(tmp_path)!r}))
 store.ensure_collection("docs")
 unit = [1.0] + [0.0] * 383
@@ -267,11 +268,11 @@ def test_open_store_gives_the_chosen_backend_once_per_folder(tmp_path: Path) -> 
 
 def test_the_edge_shard_layout_matches_the_store() -> None:
     """The shard is created by a child process that does not import the store: same names, same size."""
-    from rag_common.store import edge_shard, embedding, vectors
+    from rag_common.store import contract, edge_shard, embedding
 
     assert (edge_shard.DENSE, edge_shard.SPARSE, edge_shard.SECOND_DENSE) == (
-        vectors.DENSE,
-        vectors.SPARSE,
-        vectors.SECOND_DENSE,
+        contract.DENSE,
+        contract.SPARSE,
+        contract.SECOND_DENSE,
     )
     assert (edge_shard.DENSE_DIM, edge_shard.SECOND_DIM) == (embedding.DENSE_DIM, embedding.SECOND_DIM)

@@ -25,7 +25,7 @@ import json, random, sys
 from pathlib import Path
 from rag_common.store.embedding import DENSE_DIM, SparseVector
 from rag_common.store.memory import anonymous_mb, release_memory
-from rag_common.store.vectors import ChunkRecord
+from rag_common.store.contract import ChunkRecord
 from rag_common.store.factory import open_store
 
 documents, chunks = int(sys.argv[3]), 160

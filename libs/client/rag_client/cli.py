@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient, RagError
+from rag_client.client import DEFAULT_URL, FINAL_STATES, RagClient
+from rag_client.errors import RagError
 from rag_client.folders import file_hash, local_files, plan_sync, skipped_files
 from rag_common.wire.formats import described
 from rag_common.wire.http_api import Answer

@@ -8,162 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt
 
+from rag_client.bodies import SseParser, page_params, query_body, stream_item, upload_parts
+from rag_client.errors import RagError, RetryAfterOrBackoff, error_from, worth_retrying
 from rag_client.folders import local_files
 from rag_common.wire.http_api import Answer, CollectionInfo, CollectionList, DocumentAccepted, DocumentList
 from rag_common.wire.messages import DocumentStatus
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 FINAL_STATES = frozenset({"indexed", "unchanged", "failed"})
 T = TypeVar("T", bound=BaseModel)
-
-
-def page_params(collection: str | None, limit: int | None, after: str | None) -> dict[str, str]:
-    """The query of one ``GET /v1/documents`` page (what is None is left to the server's default)."""
-    given = {"collection": collection, "limit": str(limit) if limit is not None else None, "after": after}
-    return {name: value for name, value in given.items() if value}
-
-
-class RagError(Exception):
-    """An error answer of the API, with its status, code, message and request id."""
-
-    def __init__(
-        self, status: int, code: str, message: str, request_id: str = "", retry_after: float | None = None
-    ) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status, self.code, self.message = status, code, message
-        self.request_id, self.retry_after = request_id, retry_after
-
-    @property
-    def retryable(self) -> bool:
-        """Whether the same request may work when tried again (rate limited, or a gateway busy or restarting)."""
-        return self.status in RETRY_STATUSES
-
-    def about(self, source: str) -> RagError:
-        """The same error, its message naming the file it is about (a folder upload)."""
-        return RagError(self.status, self.code, f"{source}: {self.message}", self.request_id, self.retry_after)
-
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """``Retry-After`` as seconds: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
-    return max(when - (time.time() if now is None else now), 0.0)
-
-
-def error_from(response: httpx.Response) -> RagError:
-    """The API's error (either shape: ``{"error": {"code", "message"}}``, OpenAI's too) as a ``RagError``."""
-    code, message, rid = "error", response.text[:300] or response.reason_phrase, ""
-    try:
-        detail = response.json().get("error", {})
-        code = str(detail.get("code") or detail.get("type") or code)
-        message = str(detail.get("message") or message)
-        rid = str(detail.get("request_id") or "")
-    except (ValueError, AttributeError):
-        pass
-    rid = rid or response.headers.get("x-request-id", "")
-    return RagError(response.status_code, code, message, rid, retry_after_seconds(response.headers.get("retry-after")))
-
-
-def _retryable(exc: BaseException) -> bool:
-    return (isinstance(exc, RagError) and exc.retryable) or isinstance(exc, httpx.TransportError)
-
-
-class _RetryAfterOrBackoff:
-    """tenacity wait: the server's ``Retry-After`` when it sent one, else exponential back-off with jitter."""
-
-    def __init__(self, max_wait_s: float) -> None:
-        self.max_wait_s = max_wait_s
-        self.backoff = wait_exponential_jitter(initial=0.5, max=max_wait_s, jitter=0.5)
-
-    def __call__(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, RagError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_wait_s)
-        return float(self.backoff(state))
-
-
-class _SseParser:
-    """Server-sent events line by line: ``feed`` returns ``(event, data)`` when an event is complete."""
-
-    def __init__(self) -> None:
-        self.event, self.data = "message", list[str]()
-
-    def feed(self, line: str) -> tuple[str, Any] | None:
-        if line.startswith("event:"):
-            self.event = line[6:].strip()
-        elif line.startswith("data:"):
-            self.data.append(line[5:].lstrip(" "))
-        elif not line.strip():
-            return self.end()
-        return None
-
-    def end(self) -> tuple[str, Any] | None:
-        event, data = self.event, self.data
-        self.event, self.data = "message", []
-        return (event, json.loads("\n".join(data))) if data else None
-
-
-def _stream_item(event: str, data: Any) -> str | Answer | None:
-    if event == "token":
-        return str(data.get("text", ""))
-    if event == "done":
-        return Answer.model_validate(data)
-    if event == "error":
-        raise RagError(
-            int(data.get("status", 500)), data.get("code", "error"), data.get("message", ""), data.get("request_id", "")
-        )
-    return None
-
-
-def _query_body(
-    question: str, collection: str, session_id: str | None, filters: Mapping[str, Any] | None, selected_text: str | None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"question": question, "collection": collection}
-    if session_id:
-        body["session_id"] = session_id
-    if filters:
-        body["filters"] = dict(filters)
-    if selected_text:
-        body["selected_text"] = selected_text
-    return body
-
-
-def _upload_parts(
-    path: Path, name: str | None, collection: str, metadata: Mapping[str, str] | None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    files = {"file": (name or path.name, path.read_bytes())}
-    data = {"collection": collection}
-    if metadata:
-        data["metadata"] = json.dumps(dict(metadata))
-    return files, data
 
 
 class _Base:
@@ -186,8 +49,8 @@ class _Base:
 
     def _retry_options(self) -> dict[str, Any]:
         return {
-            "retry": retry_if_exception(_retryable),
-            "wait": _RetryAfterOrBackoff(self.max_retry_wait_s),
+            "retry": retry_if_exception(worth_retrying),
+            "wait": RetryAfterOrBackoff(self.max_retry_wait_s),
             "stop": stop_after_attempt(self.retries + 1),
             "reraise": True,
         }
@@ -245,7 +108,7 @@ class RagClient(_Base):
         selected_text: str | None = None,
     ) -> Answer:
         """Ask a question and wait for the whole answer (``POST /v1/query``)."""
-        body = _query_body(question, collection, session_id, filters, selected_text)
+        body = query_body(question, collection, session_id, filters, selected_text)
         return Answer.model_validate(self._send("POST", "/v1/query", json=body).json())
 
     def stream(
@@ -258,7 +121,7 @@ class RagClient(_Base):
         selected_text: str | None = None,
     ) -> Iterator[str | Answer]:
         """Yield the answer's text pieces (``str``) as they come, then the final ``Answer``."""
-        body = _query_body(question, collection, session_id, filters, selected_text)
+        body = query_body(question, collection, session_id, filters, selected_text)
 
         def opened() -> httpx.Response:
             response = self.http.send(self.http.build_request("POST", "/v1/query/stream", json=body), stream=True)
@@ -269,10 +132,10 @@ class RagClient(_Base):
             return response
 
         response = Retrying(sleep=self._sleep, **self._retry_options())(opened)
-        parser = _SseParser()
+        parser = SseParser()
         try:
             for line in itertools.chain(response.iter_lines(), [""]):
-                if (complete := parser.feed(line)) and (item := _stream_item(*complete)) is not None:
+                if (complete := parser.feed(line)) and (item := stream_item(*complete)) is not None:
                     yield item
         finally:
             response.close()
@@ -317,7 +180,7 @@ class RagClient(_Base):
         timeout_s: float = 300.0,
     ) -> DocumentStatus:
         """Upload one file (``name`` is its source name, default the file name); by default wait until done."""
-        files, data = _upload_parts(Path(path), name, collection, metadata)
+        files, data = upload_parts(Path(path), name, collection, metadata)
         accepted = DocumentAccepted.model_validate(self._send("POST", "/v1/documents", files=files, data=data).json())
         if not wait:
             return self.document(accepted.document_id)
@@ -415,7 +278,7 @@ class AsyncRagClient(_Base):
         selected_text: str | None = None,
     ) -> Answer:
         """Ask a question and wait for the whole answer (``POST /v1/query``)."""
-        body = _query_body(question, collection, session_id, filters, selected_text)
+        body = query_body(question, collection, session_id, filters, selected_text)
         return Answer.model_validate((await self._send("POST", "/v1/query", json=body)).json())
 
     async def stream(
@@ -428,7 +291,7 @@ class AsyncRagClient(_Base):
         selected_text: str | None = None,
     ) -> AsyncIterator[str | Answer]:
         """Yield the answer's text pieces (``str``) as they come, then the final ``Answer``."""
-        body = _query_body(question, collection, session_id, filters, selected_text)
+        body = query_body(question, collection, session_id, filters, selected_text)
 
         async def opened() -> httpx.Response:
             request = self.http.build_request("POST", "/v1/query/stream", json=body)
@@ -441,11 +304,11 @@ class AsyncRagClient(_Base):
 
         response: httpx.Response = await AsyncRetrying(sleep=self._sleep, **self._retry_options())(opened)
         try:
-            parser = _SseParser()
+            parser = SseParser()
             async for line in response.aiter_lines():
-                if (complete := parser.feed(line)) and (item := _stream_item(*complete)) is not None:
+                if (complete := parser.feed(line)) and (item := stream_item(*complete)) is not None:
                     yield item
-            if (complete := parser.end()) and (item := _stream_item(*complete)) is not None:
+            if (complete := parser.end()) and (item := stream_item(*complete)) is not None:
                 yield item
         finally:
             await response.aclose()
@@ -491,7 +354,7 @@ class AsyncRagClient(_Base):
         timeout_s: float = 300.0,
     ) -> DocumentStatus:
         """Upload one file (``name`` is its source name, default the file name); by default wait until done."""
-        files, data = _upload_parts(Path(path), name, collection, metadata)
+        files, data = upload_parts(Path(path), name, collection, metadata)
         response = await self._send("POST", "/v1/documents", files=files, data=data)
         accepted = DocumentAccepted.model_validate(response.json())
         if not wait:

@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 from prometheus_client import Counter
 
 from rag_common.store.answer_cache import invalidation_counter
+from rag_common.store.contract import Store
 from rag_common.store.documents import (
     StatusStore,
     content_hash,
@@ -28,7 +29,6 @@ from rag_common.store.documents import (
 )
 from rag_common.store.embedding import Embedder, SecondEmbedder
 from rag_common.store.memory import release_memory
-from rag_common.store.vectors import Store
 from rag_common.transport.consuming import PermanentError, register_work_queue
 from rag_common.transport.service import register_ping
 from rag_common.transport.streams import INGEST_JSTREAM

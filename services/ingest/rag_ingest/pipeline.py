@@ -12,9 +12,9 @@ from typing import Any
 
 from opentelemetry import trace
 
+from rag_common.store.contract import ChunkRecord, Store
 from rag_common.store.documents import stored_version
 from rag_common.store.embedding import Embedder, SecondEmbedder
-from rag_common.store.vectors import ChunkRecord, Store
 from rag_common.text.injection import find_instruction_spans
 from rag_common.wire.messages import ChunkPayload, IngestRequested
 from rag_ingest.chunking import Chunk, chunk_blocks

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_common.store.vectors import DENSE, SPARSE, SideQuery
+from rag_common.store.contract import DENSE, SPARSE, SideQuery
 from rag_common.transport.consuming import PermanentError
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_common.text.words import normal_words
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 
 Spans = list[tuple[int, int]]
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, words
 from rag_common.wire.formats import FILE_WORDS
 

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rag_common.store.contract import Hit
 from rag_common.store.embedding import ModelFolderError, cpu_session, how_to_assemble
-from rag_common.store.vectors import Hit
 
 
 class Reranker(Protocol):

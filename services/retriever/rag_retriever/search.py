@@ -22,8 +22,8 @@ from functools import lru_cache
 from typing import Any
 
 from rag_common.store import sentence_vectors
+from rag_common.store.contract import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store
 from rag_common.store.embedding import Embedder, SecondEmbedder, SparseVector, get_second_embedder
-from rag_common.store.vectors import DENSE, SECOND_DENSE, SPARSE, Hit, SideQuery, Store
 from rag_common.transport.consuming import PermanentError
 from rag_common.wire.messages import Passage, QueryRetrieved, QueryRouted, Retrieval, Route
 from rag_common.wire.names import check_filters

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.store.vectors import Hit
+from rag_common.store.contract import Hit
 from rag_common.wire.messages import ChunkPayload, Passage, Route
 
 REFUSAL_REASON = "no passage is similar enough to the question"

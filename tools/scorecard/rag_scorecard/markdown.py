@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from rag_scorecard.metrics import AnswerSummary, RetrievalSummary
+from rag_scorecard.answer_metrics import AnswerSummary
+from rag_scorecard.metrics import RetrievalSummary
 
 RETRIEVAL_METRICS = tuple(f.name for f in fields(RetrievalSummary) if f.name != "questions")
 ANSWER_METRICS = tuple(f.name for f in fields(AnswerSummary) if f.name != "questions")

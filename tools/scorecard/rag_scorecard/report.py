@@ -11,21 +11,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from rag_common.wire.messages import Flag, Passage
+from rag_scorecard.answer_metrics import AnswerScores, AnswerSummary, score_answer, summarize_answers
 from rag_scorecard.client import Outcome, QuestionError
 from rag_scorecard.dataset import Dataset
 from rag_scorecard.markdown import render_markdown
 from rag_scorecard.metrics import (
-    AnswerScores,
-    AnswerSummary,
     GoldSource,
     MatchRule,
     Observed,
     RetrievalScores,
     RetrievalSummary,
     relevant,
-    score_answer,
     score_retrieval,
-    summarize_answers,
     summarize_retrieval,
 )
 from rag_scorecard.stats import Percentiles, percentiles, stage_percentiles

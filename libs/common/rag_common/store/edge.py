@@ -48,8 +48,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from rag_common.store.embedding import SparseVector as TextSparseVector
-from rag_common.store.vectors import (
+from rag_common.store.contract import (
     CORE_FILTER_KEYS,
     DENSE,
     SECOND_DENSE,
@@ -66,6 +65,7 @@ from rag_common.store.vectors import (
     version_of,
     worth_compacting,
 )
+from rag_common.store.embedding import SparseVector as TextSparseVector
 
 CREATE_TIMEOUT_S = 120.0
 UPSERT_BATCH = 64  # ~3-15 ms of GIL per call on the 2-core machine

@@ -19,7 +19,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-DENSE = "dense"  # the same names as rag_common.store.vectors (a test checks)
+DENSE = "dense"  # the same names as rag_common.store.contract (a test checks)
 SPARSE = "bm25"
 SECOND_DENSE = "dense_second"
 DENSE_DIM = 384

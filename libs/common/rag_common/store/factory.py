@@ -15,7 +15,8 @@ from typing import Literal
 from qdrant_client import QdrantClient
 
 from rag_common.config.settings import StoreSettings
-from rag_common.store.vectors import Store, VectorStore
+from rag_common.store.contract import Store
+from rag_common.store.vectors import VectorStore
 
 _stores_lock = threading.Lock()
 Backend = Literal["local", "edge"]
