@@ -16,7 +16,7 @@ from rag_gateway.api.web import install_web
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHECKED_IN = ROOT / "docs" / "FLAGS.md"
 PAGE_SCRIPT = ROOT / "gateway" / "rag_gateway" / "static" / "app.js"
 
