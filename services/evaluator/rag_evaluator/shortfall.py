@@ -94,7 +94,7 @@ def _plural(n: float, word: str) -> str:
 def summary(requested: int, valid: int, marks_requested: float, marks_met: float, gaps: Sequence[Shortfall]) -> str:
     """The paper against the request in one sentence a teacher reads first."""
     if not gaps:
-        return f"All {_plural(requested, 'question')} asked for ({_plural(marks_requested, 'mark')})."
+        return f"As asked: {_plural(requested, 'question')}, {_plural(marks_requested, 'mark')}."
     missing = ", ".join(
         f"{g.missing} {KIND_NAMES[g.kind]} of {g.requested} ({_plural(g.marks_missing, 'mark')})" for g in gaps
     )
