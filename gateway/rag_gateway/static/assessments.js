@@ -60,7 +60,8 @@
   }
 
   function showPaper(state) {
-    $("a-status").textContent = `Done: ${state.questions.length} questions. ${state.summary || ""}`.trim();
+    const n = state.questions.length;
+    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}`.trim();
     $("a-progress").hidden = true;
     // What the paper lacks, per question type, in marks, and why each question is missing.
     const KINDS = { mcq: "multiple-choice", short: "short-answer", long: "long-answer" };
