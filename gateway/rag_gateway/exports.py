@@ -29,8 +29,9 @@ def _where(citation: Citation) -> str:
     return ", ".join(parts)
 
 
-def gift_question(question: Question) -> str:
-    title = gift_escape(f"Q{question.index + 1} {question.kind} {question.bloom}")
+def gift_question(question: Question, number: int) -> str:
+    """One GIFT question, titled with its number in the paper (questions dropped leave no gap)."""
+    title = gift_escape(f"Q{number} {question.kind} {question.bloom}")
     stem = gift_escape(question.stem)
     source = gift_escape("; ".join(_where(c) for c in question.citations))
     comment = f"// source: {source}\n" if source else ""
@@ -46,7 +47,7 @@ def gift_question(question: Question) -> str:
 
 def to_gift(state: AssessmentState) -> str:
     """The questions in Moodle GIFT; the key is marked ``=``, model answers are general feedback."""
-    return "\n\n".join(gift_question(q) for q in state.questions) + "\n"
+    return "\n\n".join(gift_question(q, n) for n, q in enumerate(state.questions, start=1)) + "\n"
 
 
 def _title(state: AssessmentState) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from defusedxml import ElementTree
 from fastapi import FastAPI
 
 from rag_devrun.natsserver import LocalNatsServer
@@ -35,6 +36,19 @@ Customers request a refund by contacting Northwind Support within 14 days of ren
 
 An invoice is a monthly statement of seats, add-ons and taxes sent to the billing contact.
 Invoices are emailed on the first day of the month so that finance teams can reconcile them early.
+"""
+
+CHAPTER = b"""# Chapter 2: Refunds and credits
+
+## Refunds
+
+A refund on a monthly plan is paid back to the card that was charged.
+Refunds are sent within five working days because the bank needs time to settle them.
+
+## Credits
+
+A credit is an amount kept on the account for future invoices.
+Credits expire after twelve months so that old balances do not build up.
 """
 
 SECURITY = b"""# Security
@@ -76,6 +90,7 @@ async def test_an_assessment_is_queued_built_checked_and_exported(
         state = (await client.get(f"/v1/assessments/{assessment_id}")).json()
         gift = (await client.get(f"/v1/assessments/{assessment_id}/export", params={"format": "gift"})).text
         markdown = (await client.get(f"/v1/assessments/{assessment_id}/export", params={"format": "markdown"})).text
+        moodle = await client.get(f"/v1/assessments/{assessment_id}/export", params={"format": "moodle"})
         registries = {t.service: t.registry for t in stack.telemetries}
         assert stack.server is not None
         app = stack.server.config.app
@@ -111,6 +126,12 @@ async def test_an_assessment_is_queued_built_checked_and_exported(
     assert [p.kind for p in parsed] == ["mcq", "mcq", "essay", "essay", "essay"]
     assert parsed[0].right == [questions[0]["answer"]]
     assert "## Answer key" in markdown
+    assert state["summary"] == "As asked: 5 questions, 20 marks."
+    assert moodle.headers["content-type"].startswith("application/xml")
+    assert moodle.headers["content-disposition"].endswith('.xml"')
+    quiz = ElementTree.fromstring(moodle.content)
+    assert [q.get("type") for q in quiz.findall("question")][:2] == ["multichoice", "multichoice"]
+    assert sum(float(q.findtext("defaultgrade") or 0) for q in quiz.findall("question")) == 20
     assert questions[0]["answer"] in markdown.split("## Answer key")[1]
 
     def sample(service: str, name: str, **labels: str) -> float | None:
@@ -128,6 +149,7 @@ async def test_bad_blueprints_get_clear_errors_with_a_request_id(
     options = stack_options(tmp_path, nats_server.url, model_dir)
     async with Stack(options) as stack, httpx.AsyncClient(base_url=stack.base_url, timeout=60) as client:
         await upload_and_wait(client, "billing.md", BILLING)
+        await upload_and_wait(client, "chapter2.md", CHAPTER)
         unknown = await client.post("/v1/assessments", json={"collection": "nope", "counts": {"mcq": 1}})
         zero = await client.post("/v1/assessments", json={"counts": {"mcq": 0}})
         many = await client.post("/v1/assessments", json={"counts": {"mcq": 90, "short": 20}})
@@ -135,6 +157,10 @@ async def test_bad_blueprints_get_clear_errors_with_a_request_id(
         missing = await client.get("/v1/assessments/0123456789abcdef")
         bad_unit = await client.post("/v1/assessments", json={"counts": {"mcq": 1}, "units": ["Nowhere > Else"]})
         failed = [e for e in parse_sse((await client.get(f"/v1/assessments/{bad_unit.json()['id']}/events")).text)]
+        ambiguous = await client.post("/v1/assessments", json={"counts": {"mcq": 1}, "units": ["Refunds"]})
+        refused = parse_sse((await client.get(f"/v1/assessments/{ambiguous.json()['id']}/events")).text)
+        topic = await client.post("/v1/assessments", json={"counts": {"short": 1}, "units": ["Refunds and credits"]})
+        found = parse_sse((await client.get(f"/v1/assessments/{topic.json()['id']}/events")).text)
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "collection_not_found"
     assert zero.status_code == 422
@@ -148,6 +174,18 @@ async def test_bad_blueprints_get_clear_errors_with_a_request_id(
         assert response.json()["error"]["request_id"] == response.headers["X-Request-ID"]
     assert failed[-1][0] == "error"
     assert "Nowhere > Else" in failed[-1][1]["message"]
+    assert failed[-1][1]["request_id"] == bad_unit.json()["request_id"]
+    # A name that fits two headings is answered with both, each written so that it names one.
+    assert refused[-1][0] == "error"
+    assert refused[-1][1]["message"].startswith("unit_ambiguous: unit 'Refunds' names 2 parts")
+    assert (
+        "'billing.md > Billing > Refunds'; 'chapter2.md > Chapter 2: Refunds and credits > Refunds'"
+        in (refused[-1][1]["message"])
+    )
+    assert refused[-1][1]["request_id"] == ambiguous.json()["request_id"]
+    # A chapter asked for by its topic, without "Chapter 2:", is found.
+    assert found[-1][0] == "done", found[-1]
+    assert {c["source"] for q in found[-1][1]["questions"] for c in q["citations"]} == {"chapter2.md"}
 
 
 async def test_one_assessment_is_one_trace_across_the_services(system: System, client: httpx.AsyncClient) -> None:

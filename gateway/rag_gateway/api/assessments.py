@@ -30,6 +30,7 @@ from rag_gateway.auth import Right
 from rag_gateway.deps import GatewayDep, ResourcesDep
 from rag_gateway.errors import ApiError, request_id
 from rag_gateway.exports import to_gift, to_markdown
+from rag_gateway.moodle import to_moodle_xml
 from rag_gateway.openapi import errors
 
 router = APIRouter(prefix="/v1/assessments", tags=["assessments"], dependencies=[Depends(authenticate)])
@@ -218,13 +219,19 @@ def _event(state: AssessmentState) -> ServerSentEvent:
         return ServerSentEvent(event="done", data=state.model_dump(mode="json"))
     if state.status == "failed":
         return ServerSentEvent(
-            event="error", data={"code": "assessment_failed", "message": state.error, "id": state.id}
+            event="error",
+            data={"code": "assessment_failed", "message": state.error, "id": state.id, "request_id": state.request_id},
         )
     return ServerSentEvent(event="progress", data=state.model_dump(mode="json", exclude={"questions"}))
 
 
-ExportFormat = Literal["json", "markdown", "gift"]
-_MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "md"), "gift": ("text/plain", "gift")}
+ExportFormat = Literal["json", "markdown", "gift", "moodle"]
+_MEDIA = {
+    "json": ("application/json", "json"),
+    "markdown": ("text/markdown", "md"),
+    "gift": ("text/plain", "gift"),
+    "moodle": ("application/xml", "xml"),
+}
 
 
 @router.get(
@@ -233,14 +240,19 @@ _MEDIA = {"json": ("application/json", "json"), "markdown": ("text/markdown", "m
         **errors(404, 409),
         200: {
             "model": AssessmentState,
-            "description": "the paper as JSON (the AssessmentState), Markdown (paper and answer key) or Moodle GIFT",
-            "content": {"text/markdown": {"schema": {"type": "string"}}, "text/plain": {"schema": {"type": "string"}}},
+            "description": "the paper as JSON (the AssessmentState), Markdown (paper and answer key), Moodle GIFT, "
+            "or Moodle XML (with each question's marks)",
+            "content": {
+                "text/markdown": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}},
+                "application/xml": {"schema": {"type": "string"}},
+            },
         },
     },
 )
 async def export_assessment(
     state: OwnedAssessment,
-    format: Annotated[ExportFormat, Query(description="json, markdown or gift")] = "json",
+    format: Annotated[ExportFormat, Query(description="json, markdown, gift or moodle (Moodle XML)")] = "json",
 ) -> Response:
     """Download a finished assessment."""
     assessment_id = state.id
@@ -251,6 +263,8 @@ async def export_assessment(
         body = state.model_dump_json(indent=2)
     elif format == "markdown":
         body = to_markdown(state)
+    elif format == "moodle":
+        body = to_moodle_xml(state)
     else:
         body = to_gift(state)
     headers = {"Content-Disposition": f'attachment; filename="assessment-{assessment_id[:8]}.{extension}"'}

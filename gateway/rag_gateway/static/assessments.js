@@ -60,9 +60,16 @@
   }
 
   function showPaper(state) {
-    $("a-status").textContent = `Done: ${state.questions.length} questions` +
-      (state.counts && state.counts.dropped ? `, ${state.counts.dropped} dropped` : "");
+    const n = state.questions.length;
+    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}`.trim();
     $("a-progress").hidden = true;
+    // What the paper lacks, per question type, in marks, and why each question is missing.
+    const KINDS = { mcq: "multiple-choice", short: "short-answer", long: "long-answer" };
+    $("a-shortfall").replaceChildren(...(state.shortfall || []).map((g) => el("li", {},
+      el("p", { textContent: `${g.missing} of ${g.requested} ${KINDS[g.kind] || g.kind} missing ` +
+        `(${g.marks_missing} mark${g.marks_missing === 1 ? "" : "s"})` }),
+      el("ul", {}, ...g.reasons.map((r) => el("li", { className: "why", textContent: r }))))));
+    $("a-shortfall").hidden = !(state.shortfall || []).length;
     const items = state.questions.map((q) => {
       const li = el("li", { className: `question ${q.kind}` });
       li.append(el("p", { className: "stem", textContent: q.stem }));
@@ -78,7 +85,7 @@
       return li;
     });
     $("a-questions").replaceChildren(...items);
-    for (const [id, format] of [["a-json", "json"], ["a-markdown", "markdown"], ["a-gift", "gift"]]) {
+    for (const [id, format] of [["a-json", "json"], ["a-markdown", "markdown"], ["a-gift", "gift"], ["a-moodle", "moodle"]]) {
       $(id).href = `/v1/assessments/${state.id}/export?format=${format}`;
     }
     $("a-downloads").hidden = false;
@@ -104,7 +111,10 @@
         const payload = JSON.parse(data);
         if (event === "progress") showProgress(payload);
         else if (event === "done") { showPaper(payload); return; }
-        else if (event === "error") { $("a-status").textContent = `Failed: ${payload.message}`; return; }
+        else if (event === "error") {
+          $("a-status").textContent = `Failed: ${payload.message}` + (payload.request_id ? ` (request ${payload.request_id})` : "");
+          return;
+        }
       }
     }
   }
@@ -114,6 +124,8 @@
     $("a-error").textContent = "";
     $("a-downloads").hidden = true;
     $("a-questions").replaceChildren();
+    $("a-shortfall").replaceChildren();
+    $("a-shortfall").hidden = true;
     $("a-make").disabled = true;
     try {
       const response = await api("/v1/assessments", {

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, Validation
 from rag_evaluator.question_checks import validate, withheld
+from rag_evaluator.shortfall import missed, shortfalls, summary
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
@@ -17,22 +18,26 @@ Embed = Callable[[Sequence[str]], list[list[float]]]
 def check_items(
     items: Sequence[AssessmentItem], embed: Embed | None, threshold: float, round_: int
 ) -> list[AssessmentItem]:
-    """Validate each item's unchecked question against its passages and the questions accepted so
-    far (in spec order); an item without a question gets a failed validation saying so."""
-    accepted: list[tuple[Question, Sequence[float] | None]] = []
+    """Validate each item's unchecked question against its passages and every question the paper
+    holds so far: the ones accepted in the first pass (wherever they stand in the paper), then the
+    ones accepted in this pass before it (in spec order). An item without a question stays as it is."""
     stems = [item.question.stem for item in items if item.question is not None]
     vectors = iter(embed(stems) if embed and stems else [None] * len(stems))
+    vector_of: dict[int, Sequence[float] | None] = {
+        item.spec.index: next(vectors) for item in items if item.question is not None
+    }
+    accepted: list[tuple[Question, Sequence[float] | None]] = [
+        (item.question, vector_of[item.spec.index])
+        for item in items
+        if item.question is not None and item.question.validation.checks and item.question.validation.valid
+    ]
     out: list[AssessmentItem] = []
     for item in items:
         question = item.question
-        if question is None:
+        if question is None or question.validation.checks:  # none written, or accepted in the first pass
             out.append(item)
             continue
-        vector = next(vectors)
-        if question.validation.checks:  # accepted in the first pass: stays as it was
-            accepted.append((question, vector))
-            out.append(item)
-            continue
+        vector = vector_of[item.spec.index]
         verdict = validate(question, item.passages, vector, accepted, threshold)
         verdict.regenerated = round_ > 1
         question = question.model_copy(update={"validation": verdict})
@@ -59,21 +64,20 @@ def regenerate(items: Sequence[AssessmentItem]) -> list[AssessmentItem]:
 
 
 def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int) -> None:
-    """The paper: the valid questions in spec order, the counts, the units met."""
+    """The paper: the valid questions in spec order, the counts, the units met, and what is missing
+    and why (``dropped`` holds one entry per missing question, ``shortfall`` and ``summary`` say it
+    per type and in marks)."""
     questions = [item.question for item in items if item.question is not None and item.question.validation.valid]
     state.questions = questions
-    state.dropped = [
-        _shown(item.question if item.question is not None else item.rejected[-1])
-        for item in items
-        if (item.question is None and item.rejected)
-        or (item.question is not None and not item.question.validation.valid)
-    ]
+    state.dropped = [_shown(q) for q in (missed(item) for item in items) if q is not None]
     state.status = "done"
-    state.progress.stage, state.progress.done, state.progress.total = "done", len(items), len(items)
+    # The counter only goes up: the regeneration pass counted past the number of questions.
+    total = max(state.progress.total, len(items))
+    state.progress.stage, state.progress.done, state.progress.total = "done", total, total
     counts = state.counts
     counts.requested = len(items)
     counts.valid = len(questions)
-    counts.dropped = len(items) - len(questions)
+    counts.dropped = len(state.dropped)
     counts.generated = (
         len(questions)
         + sum(len(item.rejected) for item in items)
@@ -83,6 +87,10 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     for question in questions:
         units[question.unit] = units.get(question.unit, 0) + 1
     state.units_met = units
+    state.marks_requested = sum(item.spec.marks for item in items)
+    state.marks_met = sum(q.marks for q in questions)
+    state.shortfall = shortfalls(items, state.dropped)
+    state.summary = summary(len(items), len(questions), state.marks_requested, state.marks_met, state.shortfall)
     seconds = [item.seconds for item in items]
     state.seconds_per_question = round(sum(seconds) / len(seconds), 4) if seconds else 0.0
 

@@ -147,6 +147,8 @@ class EvaluatorHandlers:
 
                 def regenerating(s: AssessmentState) -> None:
                     s.status, s.progress.stage = "generating", "regenerating"
+                    # The questions written so far stay counted: the pass counts on from them.
+                    s.progress.done, s.progress.total = len(items), len(items) + len(to_redo)
                     s.counts.rejected, s.counts.regenerated = rejected, len(to_redo)
 
                 await jobs.update(job.id, regenerating)

@@ -5,8 +5,9 @@
 - ``well_formed``: an MCQ has four distinct options and its key among them; a short or long stem is
   answerable without options (it names none, has no blank, and asks something);
 - ``bloom_verb``: the stem opens with a verb of its Bloom level (``BLOOM_VERBS``);
-- ``not_duplicate``: its stem's embedding is within ``NEAR_DUPLICATE_COSINE`` of no earlier accepted
-  question's, and it does not rest on a sentence an earlier question rests on;
+- ``not_duplicate``: no question already in the paper (any position) has the same normalised stem,
+  the same key from the same sentence, a quoted sentence in common, or a stem whose embedding is
+  within ``NEAR_DUPLICATE_COSINE`` of its own;
 - ``no_marked_text``: no stem, option, answer or quote repeats text that ingest marked in a passage
   as planted instructions (such a question is dropped after its second try, its text withheld).
 """
@@ -105,20 +106,41 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=False))
 
 
+def normal_stem(stem: str) -> str:
+    """A stem as a key for "the same question": its words, lower case, blanks and punctuation left out."""
+    return normal_words(stem.replace("_", " "))
+
+
+def _same_sentence(a: set[str], b: set[str]) -> bool:
+    """Whether two sets of quoted sentences share one (a quote cut shorter counts: one holds the other)."""
+    return any(x == y or (x and y and (f" {x} " in f" {y} " or f" {y} " in f" {x} ")) for x in a for y in b)
+
+
 def duplicate_of(
+    question: Question,
     vector: Sequence[float] | None,
-    quotes: set[str],
     accepted: Sequence[tuple[Question, Sequence[float] | None]],
     threshold: float = NEAR_DUPLICATE_COSINE,
 ) -> str | None:
-    """Why the question repeats an accepted one (its stem's cosine, or a shared quoted sentence)."""
+    """Why the question repeats one already in the paper: the same stem once normalised, the same
+    key drawn from the same sentence, a shared quoted sentence, or a stem whose embedding is within
+    ``threshold`` of another's. Questions are named by their number in the paper (index + 1)."""
+    stem = normal_stem(question.stem)
+    quotes = {normal_words(c.quote) for c in question.citations if c.quote}
+    key = normal_words(question.answer) if question.kind == "mcq" else ""
     for other, other_vector in accepted:
-        if quotes & {normal_words(c.quote) for c in other.citations if c.quote}:
-            return f"rests on the same sentence as question {other.index}"
+        number = other.index + 1
+        if stem and stem == normal_stem(other.stem):
+            return f"asks the same as question {number} (the same stem)"
+        other_quotes = {normal_words(c.quote) for c in other.citations if c.quote}
+        if key and key == normal_words(other.answer) and _same_sentence(quotes, other_quotes):
+            return f"asks for the same key as question {number} from the same sentence"
+        if quotes & other_quotes:
+            return f"rests on the same sentence as question {number}"
         if vector is not None and other_vector is not None:
             similarity = cosine(vector, other_vector)
             if similarity > threshold:
-                return f"stem is a near-duplicate of question {other.index} (cosine {similarity:.2f})"
+                return f"stem is a near-duplicate of question {number} (cosine {similarity:.2f})"
     return None
 
 
@@ -194,8 +216,7 @@ def validate(
     checks["bloom_verb"] = bloom_verb(question)
     if not checks["bloom_verb"]:
         reasons.append(f"the stem does not open with a '{question.bloom}' verb")
-    quotes = {normal_words(c.quote) for c in question.citations if c.quote}
-    duplicate = duplicate_of(vector, quotes, accepted, threshold)
+    duplicate = duplicate_of(question, vector, accepted, threshold)
     checks["not_duplicate"] = duplicate is None
     if duplicate:
         reasons.append(duplicate)

@@ -160,8 +160,13 @@ async def write_items(
     pool = term_pool([*retrieved.foils, *(p for item in retrieved.items for p in item.passages)])
     model = settings.model_for("fast")
     seed = retrieved.assessment.blueprint.seed
+    # Progress counts questions written, on from where the paper is: the regeneration pass goes on
+    # past the first pass's total (N + 1 ... N + to redo), so the counter never runs backwards.
+    to_write = sum(1 for item in retrieved.items if item.question is None)
+    done = len(retrieved.items) if retrieved.round > 1 else 0
+    total = done + to_write
     out: list[AssessmentItem] = []
-    for done, item in enumerate(retrieved.items, start=1):
+    for item in retrieved.items:
         if item.question is not None:
             out.append(item)
             continue
@@ -176,6 +181,7 @@ async def write_items(
         if question is not None:
             metrics.questions.labels("generated").inc()
         out.append(item.model_copy(update={"question": question, "seconds": seconds}))
+        done += 1
         if progress is not None:
-            await progress(done, len(retrieved.items))
+            await progress(done, total)
     return out

@@ -17,7 +17,6 @@ from rag_retriever.assessment import (
     assign_topics,
     expand_neighbours,
     fit_word_budget,
-    in_unit,
     mmr_select,
     penalise_usage,
     plan_specs,
@@ -25,12 +24,11 @@ from rag_retriever.assessment import (
     reciprocal_rank_fusion,
     record_usage,
     sample_foils,
-    sections_of,
     topic_query,
-    unit_sections,
 )
 from rag_retriever.search import Retriever
 from rag_retriever.settings import AssessmentRecipeSettings
+from rag_retriever.units import Section, document_titles, in_unit, sections_of, unit_candidates
 
 
 def _collection_chunks(
@@ -55,14 +53,7 @@ def assessment_items(
     collection = blueprint.collection
     chunks, by_key = _collection_chunks(retriever, s, collection)
     sections = sections_of(chunks)
-    missing = [unit for unit in blueprint.units if not unit_sections(sections, unit)]
-    if missing:
-        raise PermanentError(
-            "unit_not_found",
-            f"no document or heading of collection {collection!r} matches unit(s) {missing}: "
-            "name a document by its source or a heading path such as 'Billing > Refunds'",
-            422,
-        )
+    check_units(sections, blueprint.units, collection)
     specs = assign_topics(plan_specs(blueprint), sections, blueprint.seed)
     used: dict[Key, int] = {}
     items = []
@@ -76,6 +67,29 @@ def assessment_items(
         for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
     ]
     return items, foils
+
+
+def check_units(sections: list[Section], units: list[str], collection: str) -> None:
+    """Refuse a unit that names nothing (``unit_not_found``) or more than one part of the collection
+    (``unit_ambiguous``, listing the candidates as units that each name one part)."""
+    missing = [unit for unit in units if not unit_candidates(sections, unit)]
+    if missing:
+        raise PermanentError(
+            "unit_not_found",
+            f"no document or heading of collection {collection!r} matches unit(s) {missing}: "
+            "name a document by its file name or title, or a heading such as 'Billing > Refunds'",
+            422,
+        )
+    for unit in units:
+        candidates = unit_candidates(sections, unit)
+        if len(candidates) > 1:
+            shown = "; ".join(f"'{c}'" for c in candidates)
+            raise PermanentError(
+                "unit_ambiguous",
+                f"unit {unit!r} names {len(candidates)} parts of collection {collection!r}: {shown}. "
+                "Ask for one of them as written here (or several, as several units)",
+                422,
+            )
 
 
 def regeneration_items(
@@ -123,13 +137,15 @@ def recipe(
     rankings = store.search_sides(collection, sides, filters={"source": source} if source else {})
     fused = reciprocal_rank_fusion([[point for point, _ in r] for r in rankings], s.rrf_k)
     hits = store.fetch_hits(collection, [point for point, _ in fused], dense)
+    titles = document_titles(chunks.values())
     candidates = []
     for point, score in fused:
         hit = hits.get(point)
         if hit is None or hit.payload.get("boilerplate"):
             continue
         path = hit.payload.get("section_path") or [hit.payload.get("section", "")]
-        if not in_unit(str(hit.payload.get("source", "")), [str(p) for p in path], spec.unit):
+        source_of = str(hit.payload.get("source", ""))
+        if not in_unit(source_of, [str(p) for p in path], spec.unit, titles.get(source_of, "")):
             continue
         key = (str(hit.payload.get("document_id", "")), int(hit.payload.get("chunk_index", 0)))
         candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))

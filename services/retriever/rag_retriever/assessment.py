@@ -32,6 +32,9 @@ from rag_common.wire.messages.assessment import (
     QuestionSpec,
 )
 from rag_retriever.context import expand
+from rag_retriever.units import UNIT_SEPARATOR, Section, unit_sections
+from rag_retriever.units import in_unit as in_unit  # units are named in rag_retriever.units; kept importable here
+from rag_retriever.units import sections_of as sections_of
 
 # Marks per question type when the blueprint gives no total.
 DEFAULT_MARKS: dict[QuestionKind, int] = {"mcq": 1, "short": 3, "long": 6}
@@ -41,7 +44,6 @@ KIND_LEVELS: dict[QuestionKind, tuple[BloomLevel, ...]] = {
     "short": ("remember", "understand", "apply", "analyze"),
     "long": ("understand", "analyze", "evaluate", "create"),
 }
-UNIT_SEPARATOR = " > "
 Key = tuple[str, int]  # (document_id, chunk_index)
 
 
@@ -98,65 +100,6 @@ def plan_specs(blueprint: Blueprint) -> list[QuestionSpec]:
 
 
 # --- units and topics ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Section:
-    """A section of a document as the collection holds it: where questions can be drawn from."""
-
-    source: str
-    path: tuple[str, ...]
-    words: int
-    chunks: int
-
-    @property
-    def heading(self) -> str:
-        return UNIT_SEPARATOR.join(self.path)
-
-
-def _path_of(payload: Mapping[str, Any]) -> tuple[str, ...]:
-    path = payload.get("section_path") or []
-    if path:
-        return tuple(str(p) for p in path)
-    section = str(payload.get("section", ""))
-    return (section,) if section else ()
-
-
-def sections_of(chunks: Sequence[Mapping[str, Any]]) -> list[Section]:
-    """The sections of the collection's chunks, in a stable order (by source, then path)."""
-    words: dict[tuple[str, tuple[str, ...]], int] = {}
-    counts: dict[tuple[str, tuple[str, ...]], int] = {}
-    for chunk in chunks:
-        if chunk.get("boilerplate"):
-            continue
-        key = (str(chunk.get("source", "")), _path_of(chunk))
-        words[key] = words.get(key, 0) + len(str(chunk.get("text", "")).split())
-        counts[key] = counts.get(key, 0) + 1
-    return [Section(source, path, words[(source, path)], counts[(source, path)]) for source, path in sorted(words)]
-
-
-def in_unit(source: str, path: Sequence[str], unit: str) -> bool:
-    """Whether a chunk of ``source`` under heading ``path`` belongs to ``unit``: the document itself,
-    a heading path ('Billing > Refunds', matched from any level down), or a document then its path
-    ('billing.md > Refunds')."""
-    if not unit:
-        return True
-    if unit == source:
-        return True
-    parts = [normal_words(p) for p in unit.split(">")]
-    if parts and parts[0] == normal_words(source):
-        return _starts(path, parts[1:])
-    normal = [normal_words(p) for p in path]
-    return any(normal[i : i + len(parts)] == parts for i in range(len(normal) - len(parts) + 1))
-
-
-def _starts(path: Sequence[str], parts: Sequence[str]) -> bool:
-    normal = [normal_words(p) for p in path]
-    return normal[: len(parts)] == list(parts)
-
-
-def unit_sections(sections: Sequence[Section], unit: str) -> list[Section]:
-    return [s for s in sections if in_unit(s.source, s.path, unit)]
 
 
 def assign_topics(

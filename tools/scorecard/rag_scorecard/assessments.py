@@ -4,7 +4,8 @@
 
 For each corpus: ingest it (idempotent), ask for 10 MCQ + 5 short + 2 long, then report the counts
 met, the share of keys the evaluator found supported by their cited passage, distractors supported,
-near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here), and the share
+near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here; stems equal
+once normalised), the dropped list against ``counts.dropped``, the paper's summary and shortfall, and the share
 of questions the system's own ``/v1/query`` answers with a citation to the question's source.
 """
 
@@ -56,6 +57,14 @@ def _near_duplicates(stems: Sequence[str], model_dir: Path) -> tuple[int, float]
     return pairs, round(highest, 4)
 
 
+def _same_stems(stems: Sequence[str]) -> int:
+    """Pairs of questions whose stems read the same once normalised (case, punctuation, blanks)."""
+    from rag_common.text.words import normal_words
+
+    keys = [normal_words(stem.replace("_", " ")) for stem in stems]
+    return sum(keys[i] == keys[j] for i in range(len(keys)) for j in range(i + 1, len(keys)))
+
+
 async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) -> dict[str, Any]:
     from rag_devrun.corpus import load_corpus
 
@@ -97,6 +106,11 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         "counts_met": got == requested,
         "counts": state.get("counts"),
         "units_met": state.get("units_met"),
+        "dropped_listed": len(state.get("dropped", [])),
+        "same_stem_pairs": _same_stems([q["stem"] for q in questions]),
+        "marks": sum(q["marks"] for q in questions),
+        "summary": state.get("summary", ""),
+        "shortfall": state.get("shortfall", []),
         "keys_supported_pct": round(100 * supported / total, 1),
         "distractors_supported": distractors,
         "near_duplicates": duplicates,

@@ -31,7 +31,8 @@ QUESTION_OUTCOMES = ("generated", "rejected", "regenerated", "dropped")
 def in_stage(stage: str, done: int | None = None, total: int | None = None) -> Callable[[AssessmentState], None]:
     """A change that moves a running job to ``stage``, with its progress when given.
 
-    A job that is already done or failed stays as it is (a redelivered stage must not reopen it).
+    A job that is already done or failed stays as it is (a redelivered stage must not reopen it),
+    and its counter never goes down (a redelivered or late report of an earlier count is ignored).
     """
 
     def change(state: AssessmentState) -> None:
@@ -39,8 +40,8 @@ def in_stage(stage: str, done: int | None = None, total: int | None = None) -> C
             return
         state.status = stage  # type: ignore[assignment]
         state.progress.stage = stage
-        if done is not None and total is not None:
-            state.progress.done, state.progress.total = done, total
+        if done is not None and total is not None and done >= state.progress.done:
+            state.progress.done, state.progress.total = done, max(total, done)
 
     return change
 

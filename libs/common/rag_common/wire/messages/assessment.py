@@ -197,6 +197,21 @@ class QuestionCounts(BaseModel):  # noqa: D101 (a docstring would change its pub
     dropped: int = 0
 
 
+class Shortfall(BaseModel):
+    """Questions of one type the paper lacks: how many, their marks, and why each is missing."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    kind: QuestionKind
+    requested: int
+    written: int = Field(..., description="valid questions of this type in the paper")
+    missing: int
+    marks_missing: float
+    reasons: list[str] = Field(
+        default_factory=list, description="why, one line per missing question, numbered as in the blueprint"
+    )
+
+
 class AssessmentState(BaseModel):
     """What the key-value bucket keeps per assessment, and ``GET /v1/assessments/{id}`` returns."""
 
@@ -218,6 +233,12 @@ class AssessmentState(BaseModel):
         default_factory=list, description="questions that failed validation twice, with why (not in the paper)"
     )
     units_met: dict[str, int] = Field(default_factory=dict, description="valid questions per unit")
+    marks_requested: float = Field(0.0, description="marks of every question asked for")
+    marks_met: float = Field(0.0, description="marks of the questions in the paper")
+    shortfall: list[Shortfall] = Field(
+        default_factory=list, description="per question type the paper lacks: how many, their marks, why"
+    )
+    summary: str = Field("", description="the paper against the request, in words: met, or what is missing and why")
     error: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
