@@ -47,17 +47,17 @@ class SlotRule:
 SLOT_RULES: tuple[SlotRule, ...] = (
     SlotRule(
         Slot.PATH,
-        re.compile(r"\b(what|which)\b[\w\s-]{0,30}\b(url|uri|path|endpoint|subject|topic|route)s?\b"),
+        re.compile(r"\b(what|which)\s+(?:[\w-]+\s+){0,2}?(url|uri|path|endpoint|subject|topic|route)s?\b"),
         re.compile(
             r"(?<![\w.])/[a-z][\w.{}-]*|https?://\S+|\$?[A-Z][A-Z0-9_]*(?:\.[\w>*$-]+){1,}|\b[a-z]+(?:\.[a-z*>]+){2,}"
         ),
-        decides=re.compile(r"^(what|which)\b[\w\s-]{0,30}\b(url|uri|path|endpoint|subject|topic)s?\b"),
+        decides=re.compile(r"^(what|which)\s+(?:[\w-]+\s+){0,2}?(url|uri|path|endpoint|subject|topic)s?\b"),
     ),
     SlotRule(
         Slot.NUMBER,
         re.compile(
             r"\bport\b|\bhow (many|much|long|big|large|often|far)\b|\b(size|limit|timeout|interval|duration|"
-            r"maximum|minimum|largest|smallest|biggest|number of|count|bytes?|megabytes?|seconds?|minutes?)\b"
+            r"maximum|minimum|largest|smallest|biggest|number of|count|bytes?|megabytes?|seconds?|minutes?|hours)\b"
         ),
         re.compile(
             r"\b\d[\d,.]*\s*(?:[kmgt]i?b|bytes?|ms|[smhd]|secs?|seconds?|minutes?|hours?|days?|%)?(?![\w.])"

@@ -144,3 +144,36 @@ def test_two_sources_disagreeing_on_a_price_say_each_price_once() -> None:
     assert reply.text.count("$12") == 1
     assert "disagree" in reply.text
     assert "asked whether" not in reply.text  # a question reported in a forum answers nothing
+
+
+SUPPORT = [
+    Passage(
+        n=1,
+        source="support.md",
+        section="Contact",
+        text="Email support@orbitly.example from the address you log in with. Enterprise customers have a phone line.",
+    ),
+    Passage(
+        n=2,
+        source="support-hours.md",
+        section="Support hours",
+        text="Customer support is available Monday to Friday, 07:00 to 19:00 UTC. We are closed on 1 January.",
+    ),
+]
+CRITICAL_PATH = Passage(
+    n=1,
+    source="timeline.md",
+    section="Critical path",
+    text="Critical path is available on the Business and Enterprise plans only.",
+)
+
+
+def test_support_hours_are_answered_with_the_hours() -> None:
+    reply = extractive_reply("What are the support hours for email support?", SUPPORT)
+    assert reply.text.startswith("Customer support is available Monday to Friday, 07:00 to 19:00 UTC [2].")
+
+
+def test_a_feature_named_like_a_path_is_not_asked_as_one() -> None:
+    reply = extractive_reply("Which plans include the critical path feature?", [CRITICAL_PATH])
+    assert reply.answered
+    assert "Business and Enterprise" in reply.text
