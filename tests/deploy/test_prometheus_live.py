@@ -44,7 +44,8 @@ MUST_HAVE_DATA = {"rag-overview.json"}
 # in the window however long the dead-lettering part of the workload took on a loaded machine.
 RATE_INTERVAL = "5m"
 STRONG_QUESTION = (
-    "Compare the Pro and Enterprise plans, explain why the price differs between the brochure and the "
+    # Names the test's corpus holds: a name it never mentions would be refused before the model runs.
+    "Compare the Pro plan and the Timeline view, explain why the price differs between the brochure and the "
     "pricing page, and summarise the trade-offs step by step?"
 )
 

@@ -66,9 +66,18 @@ async def test_hostile_corpus_ends_indexed_or_failed_and_the_collection_still_an
 
     records: dict[str, dict[str, object]] = {}
     while True:
-        listing = await client.get("/v1/documents", params={"collection": COLLECTION})
-        assert listing.status_code == 200, listing.text
-        records = {str(d["document_id"]): d for d in listing.json()["documents"]}
+        # Every page: the corpus holds more documents than one page of the listing.
+        records, after = {}, None
+        while True:
+            params: dict[str, str | int] = {"collection": COLLECTION, "limit": 1000}
+            if after:
+                params["after"] = after
+            listing = await client.get("/v1/documents", params=params)
+            assert listing.status_code == 200, listing.text
+            records.update({str(d["document_id"]): d for d in listing.json()["documents"]})
+            after = listing.json().get("next")
+            if not after:
+                break
         waiting = {
             files[0].name: records.get(doc_id, {}).get("status")
             for doc_id, files in accepted.items()

@@ -41,7 +41,15 @@ async def _ingest(client: httpx.AsyncClient, dataset: Dataset, collection: str, 
         except (httpx.HTTPError, TimeoutError) as exc:
             raise RunError(f"ingest failed: {type(exc).__name__}: {exc}") from None
     states = [str(s.get("status")) for s in result.statuses.values()]
-    listed = (await client.get("/v1/documents", params={"collection": collection})).json().get("documents", [])
+    listed: list[dict[str, Any]] = []
+    after: str | None = None
+    while True:  # every page of the listing
+        params: dict[str, str | int] = {"collection": collection, "limit": 1000, **({"after": after} if after else {})}
+        page = (await client.get("/v1/documents", params=params)).json()
+        listed += page.get("documents", [])
+        after = page.get("next")
+        if not after:
+            break
     indexed_sources = {str(d.get("source")) for d in listed}
     indexed_names = {Path(s).name for s in indexed_sources}
     gold = sorted({g.source for q in dataset.questions for g in q.expect.expected_sources})
