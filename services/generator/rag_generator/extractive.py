@@ -574,6 +574,8 @@ def _with_what_follows(choice: _Choice, candidates: Sequence[Candidate], budget:
         size = len(unit.text.split())
         if words + size > budget or unit.kind == KIND_ROW or (named and _names_another(unit.text, named)):
             break
+        if asked.answer_type in _VALUE_TYPES and not holds_type(unit, asked.answer_type):
+            break  # a value question reads on only while the text goes on giving values
         units.append(unit)
         words += size
     for unit in choice.units:
