@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rag_common.store.contract import Hit
-from rag_common.text.words import normal_words
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,

@@ -11,6 +11,8 @@ clear a higher bar still.
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -156,10 +158,20 @@ def _weak(name: str) -> bool:
     return len(name) < 3 or name.isupper() or any(c.isdigit() for c in name)
 
 
+TYPO_SIMILARITY = 0.8  # difflib ratio at which a name is taken for a misspelling of one the texts hold
+
+
 def absent_names(question: str, texts: Sequence[str]) -> list[str]:
-    """The proper names and codes of the question that none of ``texts`` holds, as written."""
-    held = " ".join(texts).lower()
-    return sorted(n for n in names(question) if n.lower() not in held)
+    """The proper names and codes of the question that none of ``texts`` holds, as written; a
+    misspelt name ("Northwind Helth") is the name the texts hold, not an absent one."""
+    joined = " ".join(texts)
+    held = joined.lower()
+    written = set(re.findall(r"\b[A-Z][\w-]+", joined))
+    return sorted(
+        n
+        for n in names(question)
+        if n.lower() not in held and not difflib.get_close_matches(n, written, n=1, cutoff=TYPO_SIMILARITY)
+    )
 
 
 def unknown_names_reason(unknown: Sequence[str]) -> str | None:

@@ -84,3 +84,8 @@ def test_a_name_the_collection_never_mentions_refuses_and_one_code_alone_does_no
     assert unknown_names_reason(["Helm"]) == "the documents never mention Helm"
     assert unknown_names_reason(["OCSP"]) is None  # may be written out in the documents
     assert unknown_names_reason([]) is None
+
+
+def test_a_misspelt_name_is_the_name_the_passages_hold() -> None:
+    texts = ["Northwind Health Plus covers emergency care in and out of network."]
+    assert absent_names("Does Northwind Helth cover full costs?", texts) == []
