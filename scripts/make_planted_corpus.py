@@ -177,7 +177,11 @@ FACTS = (
     ("port", "The {name} gateway listens on port {v} by default.", "Which port does the {name} gateway listen on?"),
     ("timeout", "The {name} sensor times out after {v} seconds.", "How long before the {name} sensor times out?"),
     ("retention", "The {name} archive keeps records for {v} days.", "How long does the {name} archive keep records?"),
-    ("limit", "The {name} broker accepts at most {v} connections.", "How many connections does the {name} broker accept?"),
+    (
+        "limit",
+        "The {name} broker accepts at most {v} connections.",
+        "How many connections does the {name} broker accept?",
+    ),
 )
 CONTEXT = (
     "It is configured in the device's settings file. Operators change it with the admin console and restart the "
@@ -344,7 +348,14 @@ def write_pdf(item: Item, path: Path) -> None:
     pdf.output(str(path))
 
 
-WRITERS = {"md": write_md, "txt": write_txt, "html": write_html, "docx": write_docx, "pptx": write_pptx, "pdf": write_pdf}
+WRITERS = {
+    "md": write_md,
+    "txt": write_txt,
+    "html": write_html,
+    "docx": write_docx,
+    "pptx": write_pptx,
+    "pdf": write_pdf,
+}
 
 
 def question(item: Item, n: int) -> dict[str, object]:

@@ -547,12 +547,12 @@ _CARRY_STOP = re.compile(r"\n\s*\n|[|;]")
 _MEANING_CHARS = (20, 400)
 
 
-def _read_units(
-    masked: str, units: Sequence[tuple[int, int]], embedder: DenseEmbedder | None
-) -> list[str | None]:
-    """Each unit's kind: by the patterns, then by structure, then by meaning; a marked sentence that
-    addresses the reader or frames a task carries the rest of its paragraph, any other carries the
-    imperatives and second-person sentences right after it (an instruction split over sentences)."""
+def _read_units(masked: str, units: Sequence[tuple[int, int]], embedder: DenseEmbedder | None) -> list[str | None]:
+    """Each unit's kind: by the patterns, then by structure, then by meaning.
+
+    A marked sentence that addresses the reader or frames a task carries the rest of its paragraph;
+    any other carries the orders right after it (an instruction split over sentences).
+    """
     kinds = [_judge(masked[s:e]) for s, e in units]
     carries: list[str | None] = [None] * len(units)
     for i, (start, end) in enumerate(units):
@@ -567,7 +567,8 @@ def _read_units(
             for i, (s, e) in enumerate(units)
             if kinds[i] is None and low <= e - s <= high and cued(masked[s:e]) and language_of(masked[s:e]) is None
         ]
-        for i, like in zip(pending, instruction_like(embedder, [masked[s:e] for s, e in (units[i] for i in pending)])):
+        texts = [masked[units[i][0] : units[i][1]] for i in pending]
+        for i, like in zip(pending, instruction_like(embedder, texts), strict=True):
             if like:
                 kinds[i], carries[i] = "addressed_to_assistant", CARRIES_DIRECTIVES
     for i, carry in enumerate(carries):
@@ -576,9 +577,7 @@ def _read_units(
         for j in range(i + 1, min(len(units), i + 1 + _CARRY_UNITS)):
             if _CARRY_STOP.search(masked[units[j - 1][1] : units[j][0]]):
                 break
-            if kinds[j] is None and (
-                carry == CARRIES_PARAGRAPH or goes_on(masked[units[j][0] : units[j][1]])
-            ):
+            if kinds[j] is None and (carry == CARRIES_PARAGRAPH or goes_on(masked[units[j][0] : units[j][1]])):
                 kinds[j] = kinds[i]
             elif kinds[j] is None:
                 break

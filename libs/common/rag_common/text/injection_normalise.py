@@ -19,7 +19,9 @@ FILLERS = re.compile("[\u115f\u1160\u3164\uffa0]")
 JOINERS = re.compile("[\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 # Negative circled (U+1F150) and negative squared (U+1F170) capitals have no decomposition.
 _BOXED = {base + i: chr(ord("A") + i) for base in (0x1F150, 0x1F170) for i in range(26)}
-_OBFUSCATED = re.compile("[\u115f\u1160\u3164\uffa0\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\U0001f150-\U0001f189]")
+_OBFUSCATED = re.compile(
+    "[\u115f\u1160\u3164\uffa0\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\U0001f150-\U0001f189]"
+)
 
 # Words that make a text read as English: ROT13 of a sentence is decoded only when the decoded text
 # holds several of them and the text as written holds almost none.

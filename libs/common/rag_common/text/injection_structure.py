@@ -85,6 +85,7 @@ class _Lexicon:
     persona_cue: re.Pattern[str]
     reader_acts: re.Pattern[str]
     continuation: frozenset[str]
+    mandative: re.Pattern[str]
 
 
 @cache
@@ -118,6 +119,7 @@ def _english() -> _Lexicon:
         persona_cue=phrases([*en["addressees"], *say]),
         reader_acts=phrases(en["reader_acts"]),
         continuation=say | frozenset(en["continuation_verbs"]),
+        mandative=phrases(en["mandative"]),
     )
 
 
@@ -145,6 +147,8 @@ def directive(sentence: str) -> Verdict | None:
         return Verdict("addressed_to_assistant", "persona", CARRIES_PARAGRAPH)
     if lex.reader_acts.search(sentence) and _imperative(sentence):
         return Verdict("addressed_to_assistant", "reader_act")
+    if (mandate := lex.mandative.search(sentence)) and _orders_the_reply(sentence[mandate.end() :], lex):
+        return Verdict("addressed_to_assistant", "mandative")
     if (lex.addressees.search(sentence) or lex.replies.search(sentence)) and _modal_directive(sentence, lex):
         return Verdict("addressed_to_assistant", "modal_directive")
     return None
@@ -175,11 +179,22 @@ def _subject_is_third_party(sentence: str) -> bool:
     for token in parse(sentence):
         if token.lower_ not in _OVERRIDE_WORDS:
             continue
-        subjects = [c for c in token.children if c.dep_ in {"nsubj", "nsubjpass"}]
+        # "Questions that try to override the rules": the subject is the trying one's.
+        while not (subjects := [c for c in token.children if c.dep_ in {"nsubj", "nsubjpass"}]):
+            if token.dep_ not in {"xcomp", "conj"} or token.head is token:
+                break
+            token = token.head
+        if token.dep_ == "relcl" and not subjects:
+            return True  # "a question that tries to override instructions" describes the question
         if not subjects:
             return False
-        subject = " ".join(t.text for t in subjects[0].subtree)
-        return subjects[0].lower_ != "you" and not lex.addressees.search(subject)
+        if subjects[0].tag_ == "WDT":  # "that" in a relative clause: the noun it refers to is the subject
+            return True
+        head = subjects[0]  # the subject's own words, not a clause about it ("sentences that address the assistant")
+        subject = " ".join(
+            t.text for t in head.subtree if t is head or (t.head is head and t.dep_ in {"compound", "amod"})
+        )
+        return head.lower_ != "you" and not lex.addressees.search(subject)
     return False
 
 
@@ -188,7 +203,9 @@ def _imperative(sentence: str) -> bool:
     from rag_common.text.phrases import parse
 
     doc = parse(sentence)
-    return any(t.dep_ == "ROOT" and t.tag_ == "VB" and not any(c.dep_.startswith("nsubj") for c in t.children) for t in doc)
+    return any(
+        t.dep_ == "ROOT" and t.tag_ == "VB" and not any(c.dep_.startswith("nsubj") for c in t.children) for t in doc
+    )
 
 
 def goes_on(sentence: str) -> bool:
@@ -199,9 +216,18 @@ def goes_on(sentence: str) -> bool:
     if re.search(r"\byour\s+(?:answer|reply|response|output)\b", sentence, re.IGNORECASE):
         return True
     return any(
-        t.dep_ == "ROOT" and t.tag_ == "VB" and t.lower_ in lex.continuation and not any(c.dep_.startswith("nsubj") for c in t.children)
+        t.dep_ == "ROOT"
+        and t.tag_ == "VB"
+        and t.lower_ in lex.continuation
+        and not any(c.dep_.startswith("nsubj") for c in t.children)
         for t in parse(sentence)
     )
+
+
+def _orders_the_reply(clause: str, lex: _Lexicon) -> bool:
+    """After "it is essential that": the reply (or the assistant), then a verb of saying."""
+    named = lex.replies.search(clause) or lex.addressees.search(clause)
+    return named is not None and any(w.lower() in lex.say for w in _WORDS.findall(clause[named.end() :]))
 
 
 def _modal(token: Token, lex: _Lexicon) -> bool:
@@ -228,8 +254,10 @@ def _modal_directive(sentence: str, lex: _Lexicon) -> bool:
         modal = any(c.dep_ == "aux" and _modal(c, lex) for c in verb.children)
         while governor.dep_ in {"xcomp", "conj", "acomp"} and governor.head is not governor:
             governor = governor.head
-            modal = modal or governor.lower_ in lex.modals or any(
-                c.dep_ in {"aux", "auxpass"} and _modal(c, lex) for c in governor.children
+            modal = (
+                modal
+                or governor.lower_ in lex.modals
+                or any(c.dep_ in {"aux", "auxpass"} and _modal(c, lex) for c in governor.children)
             )
         subjects = [c for c in governor.children if c.dep_ in {"nsubj", "nsubjpass", "csubj"}]
         if not subjects:
@@ -263,10 +291,15 @@ def _languages() -> tuple[_Language, ...]:
     for code, words in forms()["languages"].items():
         out.append(
             _Language(
-                code,
-                frozenset(words["function_words"]),
-                *(phrases(words[k]) for k in ("override", "instructions", "addressees", "replies", "modals", "speech")),
-                phrases(words["from_now_on"]),
+                code=code,
+                function_words=frozenset(words["function_words"]),
+                override=phrases(words["override"]),
+                instructions=phrases(words["instructions"]),
+                addressees=phrases(words["addressees"]),
+                replies=phrases(words["replies"]),
+                modals=phrases(words["modals"]),
+                speech=phrases(words["speech"]),
+                from_now_on=phrases(words["from_now_on"]),
             )
         )
     return tuple(out)
@@ -276,8 +309,11 @@ _WORDS = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
 def languages_of(sentence: str) -> list[str]:
-    """The data file's other languages the sentence may be in, likeliest first: each with at least two of
-    its function words and more than the sentence has English ones (Italian and French share "la", "le")."""
+    """The data file's other languages the sentence may be in, likeliest first.
+
+    Each has at least two of its function words in it, and more than the sentence has English ones
+    (Italian and French share "la" and "le", so both are tried).
+    """
     words = [w.lower() for w in _WORDS.findall(sentence)]
     english = english_words(sentence)
     scores = sorted(((sum(w in lang.function_words for w in words), lang.code) for lang in _languages()), reverse=True)
