@@ -28,14 +28,14 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_common.text.injection_normalise import english_words
 
 if TYPE_CHECKING:
-    from spacy.tokens import Token
+    from spacy.tokens import Doc, Token
 
 FORMS_FILE = Path(__file__).with_name("instruction_forms.toml")
 
@@ -173,8 +173,6 @@ _OVERRIDE_WORDS = frozenset(
 
 def _subject_is_third_party(sentence: str) -> bool:
     """The overriding verb has a subject other than "you" or an addressee ("The proxy ignores earlier rules")."""
-    from rag_common.text.phrases import parse
-
     lex = _english()
     for token in parse(sentence):
         if token.lower_ not in _OVERRIDE_WORDS:
@@ -198,10 +196,16 @@ def _subject_is_third_party(sentence: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
+def parse(sentence: str) -> Doc:
+    """A sentence's parse: the rules below read one sentence several times, and it is parsed once."""
+    from rag_common.text.phrases import parse as spacy_parse
+
+    return spacy_parse(sentence)
+
+
 def _imperative(sentence: str) -> bool:
     """The main clause is an imperative: its root is a bare verb with no subject."""
-    from rag_common.text.phrases import parse
-
     doc = parse(sentence)
     return any(
         t.dep_ == "ROOT" and t.tag_ == "VB" and not any(c.dep_.startswith("nsubj") for c in t.children) for t in doc
@@ -210,8 +214,6 @@ def _imperative(sentence: str) -> bool:
 
 def goes_on(sentence: str) -> bool:
     """A sentence that goes on an instruction: an order to say or change something, or about "your answer"."""
-    from rag_common.text.phrases import parse
-
     lex = _english()
     if re.search(r"\byour\s+(?:answer|reply|response|output)\b", sentence, re.IGNORECASE):
         return True
@@ -244,8 +246,6 @@ def _modal_directive(sentence: str, lex: _Lexicon) -> bool:
     any verb of saying or overriding; a reply ("the response", "your reply") only a verb of saying,
     so "The response must contain a JSON object" stays documentation.
     """
-    from rag_common.text.phrases import parse
-
     doc = parse(sentence)
     for verb in doc:
         if verb.lower_ not in lex.speech or verb.pos_ not in {"VERB", "AUX", "NOUN"}:
