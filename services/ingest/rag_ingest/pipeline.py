@@ -142,11 +142,14 @@ def is_boilerplate(chunk: Chunk) -> bool:
     return linked / len(visible) >= _LINK_SHARE
 
 
-def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettings | None = None) -> ChunkPayload:
+def chunk_payload(
+    request: IngestRequested, chunk: Chunk, settings: IngestSettings | None = None, embedder: Embedder | None = None
+) -> ChunkPayload:
     """What Qdrant stores with a chunk: its text, where it came from, and the instruction-like
-    spans planted in it (character offsets into ``text``), so no later stage quotes them.
-    ``boilerplate`` marks navigation sections (``RAG_INGEST_FLAG_BOILERPLATE``)."""
-    spans = find_instruction_spans(chunk.text)
+    spans planted in it (character offsets into ``text``), so no later stage quotes them; with the
+    ``embedder``, sentences that mean an instruction are marked too. ``boilerplate`` marks
+    navigation sections (``RAG_INGEST_FLAG_BOILERPLATE``)."""
+    spans = find_instruction_spans(chunk.text, embedder)
     flag = settings.flag_boilerplate if settings is not None else True
     return ChunkPayload(
         text=chunk.text,
@@ -168,8 +171,8 @@ def chunk_payload(request: IngestRequested, chunk: Chunk, settings: IngestSettin
 
 # Bump when parsing or chunking rules change, or the injection rules that mark chunks at ingest,
 # so stored documents are indexed again (3: lookalikes, other languages, cells, split instructions;
-# 4: text hidden from a reader left out by the parsers).
-INDEX_FORMAT = 4
+# 4: text hidden from a reader left out by the parsers; 5: instructions found by structure and meaning).
+INDEX_FORMAT = 5
 
 
 def index_version(content_hash: str, settings: IngestSettings) -> str:
@@ -216,7 +219,7 @@ def index_document(
             f"{request.source} makes {len(chunks)} chunks, more than RAG_INGEST_MAX_CHUNKS_PER_DOCUMENT="
             f"{settings.max_chunks_per_document}; split the document or raise the limit"
         )
-    payloads = [chunk_payload(request, c, settings) for c in chunks]
+    payloads = [chunk_payload(request, c, settings, embedder) for c in chunks]
     if second is not None and not has_room_for_second(store, request.collection):
         second = None
     with tracer.start_as_current_span("ingest.embed") as span:

@@ -45,6 +45,8 @@ class _TurnIn(BaseModel):
     # A set's own label (nats-docs: fact, howto, why, two_part, unanswerable, off_topic,
     # conversation): "unanswerable" and "off_topic" items must be refused, as the flags above say.
     category: str | None = None
+    # The planted instruction the question targets (samples/planted), counted in the report's ``injection``.
+    planted_form: str | None = None
 
     @model_validator(mode="after")
     def _from_category(self) -> _TurnIn:
@@ -124,6 +126,7 @@ def _expectations(turn: _TurnIn) -> Expectations:
         reference_answer=turn.reference_answer or None,
         unanswerable=turn.unanswerable,
         category=turn.category,
+        planted_form=turn.planted_form,
     )
 
 

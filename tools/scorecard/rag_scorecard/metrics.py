@@ -66,6 +66,8 @@ class Expectations:
     reference_answer: str | None = None
     unanswerable: bool = False  # in the domain, but the documents do not answer it
     category: str | None = None  # the set's own label of the question (nats-docs), reported as is
+    # The planted instruction the question targets (samples/planted): its payload is in disallowed_keywords.
+    planted_form: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

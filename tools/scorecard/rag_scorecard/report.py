@@ -25,6 +25,7 @@ from rag_scorecard.metrics import (
     score_retrieval,
     summarize_retrieval,
 )
+from rag_scorecard.planted import InjectionSummary, summarize_injection
 from rag_scorecard.stats import Percentiles, percentiles, stage_percentiles
 
 
@@ -119,6 +120,7 @@ class EvalReport(BaseModel):
     ingest: IngestSummary
     errors: list[QuestionError]
     items: list[ItemDetail]
+    injection: InjectionSummary | None = None  # planted forms (samples/planted); None when the set has none
 
 
 def _detail(outcome: Outcome, basename_only: bool) -> tuple[ItemDetail, RetrievalScores | None, AnswerScores | None]:
@@ -249,6 +251,10 @@ def build_report(
         ingest=ingest,
         errors=[o.error for o in outcomes if o.error is not None],
         items=details,
+        injection=summarize_injection(
+            [(o.question.expect, observed(o.body)) for o in answered if o.body is not None],
+            MatchRule(basename_only=basename_only),
+        ),
     )
 
 

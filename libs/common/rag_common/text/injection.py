@@ -31,8 +31,22 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
+from rag_common.text.injection_normalise import readings
+from rag_common.text.injection_structure import (
+    CARRIES_DIRECTIVES,
+    CARRIES_PARAGRAPH,
+    Verdict,
+    directive,
+    foreign_directive,
+    goes_on,
+    language_of,
+)
 from rag_common.text.words import WORD_RUN
+
+if TYPE_CHECKING:
+    from rag_common.text.injection_meaning import DenseEmbedder
 
 INJECTION_REFUSAL = "I can't help with that request. I answer questions about the documents in this collection."
 
@@ -513,7 +527,64 @@ def _joined(text: str, units: Sequence[tuple[int, int]]) -> str:
     return " ".join([*(p[-_JOIN_TAIL:] for p in parts[:-1]), parts[-1][:_JOIN_HEAD]])
 
 
-def _raw_spans(text: str) -> Iterator[tuple[int, int, str]]:
+def _directive(sentence: str) -> Verdict | None:
+    """The structure rules' verdict on a sentence, read as written, folded, unboxed and decoded."""
+    seen: set[str] = set()
+    for reading in (sentence, normalise(sentence), *(normalise(r) for r in readings(sentence))):
+        if reading in seen:
+            continue
+        seen.add(reading)
+        verdict = directive(reading) or foreign_directive(reading)
+        if verdict is not None:
+            return verdict
+    return None
+
+
+# How far a marked sentence carries into its paragraph, and what stops it: a blank line, a table cell.
+_CARRY_UNITS = 4
+_CARRY_STOP = re.compile(r"\n\s*\n|[|;]")
+# Sentences shorter or longer than this are not compared with the bank of instruction forms.
+_MEANING_CHARS = (20, 400)
+
+
+def _read_units(masked: str, units: Sequence[tuple[int, int]], embedder: DenseEmbedder | None) -> list[str | None]:
+    """Each unit's kind: by the patterns, then by structure, then by meaning.
+
+    A marked sentence that addresses the reader or frames a task carries the rest of its paragraph;
+    any other carries the orders right after it (an instruction split over sentences).
+    """
+    kinds = [_judge(masked[s:e]) for s, e in units]
+    carries: list[str | None] = [None] * len(units)
+    for i, (start, end) in enumerate(units):
+        if kinds[i] is None and (verdict := _directive(masked[start:end])) is not None:
+            kinds[i], carries[i] = verdict.kind, verdict.carries
+    if embedder is not None:
+        from rag_common.text.injection_meaning import cued, instruction_like
+
+        low, high = _MEANING_CHARS
+        pending = [
+            i
+            for i, (s, e) in enumerate(units)
+            if kinds[i] is None and low <= e - s <= high and cued(masked[s:e]) and language_of(masked[s:e]) is None
+        ]
+        texts = [masked[units[i][0] : units[i][1]] for i in pending]
+        for i, like in zip(pending, instruction_like(embedder, texts), strict=True):
+            if like:
+                kinds[i], carries[i] = "addressed_to_assistant", CARRIES_DIRECTIVES
+    for i, carry in enumerate(carries):
+        if carry is None:
+            continue
+        for j in range(i + 1, min(len(units), i + 1 + _CARRY_UNITS)):
+            if _CARRY_STOP.search(masked[units[j - 1][1] : units[j][0]]):
+                break
+            if kinds[j] is None and (carry == CARRIES_PARAGRAPH or goes_on(masked[units[j][0] : units[j][1]])):
+                kinds[j] = kinds[i]
+            elif kinds[j] is None:
+                break
+    return kinds
+
+
+def _raw_spans(text: str, embedder: DenseEmbedder | None = None) -> Iterator[tuple[int, int, str]]:
     # Hidden text is a span of its own; the sentences around it are judged without it (blanked
     # out, offsets kept), so stripping it keeps its neighbours, and the fact beside it stays.
     masked = text
@@ -521,7 +592,7 @@ def _raw_spans(text: str) -> Iterator[tuple[int, int, str]]:
         yield start, end, kind
         masked = _blank(masked, start, end)
     units = list(_units(masked))
-    kinds = [_judge(masked[s:e]) for s, e in units]
+    kinds = _read_units(masked, units, embedder)
     for (start, end), judged in zip(units, kinds, strict=True):
         if judged is not None:
             yield start, end, judged
@@ -550,13 +621,14 @@ def _raw_spans(text: str) -> Iterator[tuple[int, int, str]]:
             yield from ((s, e, kind) for s, e in _trimmed(masked, start, end))
 
 
-def find_instruction_spans(text: str) -> list[Span]:
+def find_instruction_spans(text: str, embedder: DenseEmbedder | None = None) -> list[Span]:
     """Instruction-like spans planted in document text, merged where they overlap, in text order.
 
     A merged span keeps the kind of its longest part (an HTML comment holding an override is
-    ``hidden_text``: hiding it is what gives it away).
+    ``hidden_text``: hiding it is what gives it away). With an ``embedder`` (ingest's), sentences
+    close in meaning to a known instruction form are marked too (``injection_meaning``).
     """
-    raw = sorted(_raw_spans(text))
+    raw = sorted(_raw_spans(text, embedder))
     merged: list[list[object]] = []  # [start, end, kind, longest part]
     for start, end, kind in raw:
         if merged and start <= int(merged[-1][1]):  # type: ignore[call-overload]

