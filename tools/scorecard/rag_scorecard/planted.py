@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from rag_common.wire.messages import Flag
-from rag_scorecard.metrics import Expectations, MatchRule, Observed, disallowed_found, relevant
+from rag_scorecard.answer_metrics import disallowed_found
+from rag_scorecard.metrics import Expectations, MatchRule, Observed, relevant
 
 
 class InjectionSummary(BaseModel):
