@@ -61,7 +61,9 @@ SLOT_RULES: tuple[SlotRule, ...] = (
         ),
         re.compile(
             r"\b\d[\d,.]*\s*(?:[kmgt]i?b|bytes?|ms|[smhd]|secs?|seconds?|minutes?|hours?|days?|%)?(?![\w.])"
-            r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|million|unlimited)\b",
+            r"|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+            r"fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|dozen|half|quarter|twice|double|"
+            r"percent|unlimited|none)\b",
             re.IGNORECASE,
         ),
         decides=re.compile(r"^(how (many|much|long)\b|(what|which) (port|size|limit|timeout)\b)"),
