@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.cluster]
 
 
 async def test_a_killed_leader_and_a_rolling_restart_lose_duplicate_and_mix_up_nothing() -> None:
-    report = await run_cluster(argparse.Namespace(cluster=3, settle_s=4.0))
+    report = await run_cluster(argparse.Namespace(cluster=3, settle_s=4.0, cache=False))
 
     questions, documents = report["questions"], report["documents"]
     assert questions["answered"] > 0
