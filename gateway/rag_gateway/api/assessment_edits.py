@@ -114,8 +114,9 @@ def topic_of(question: Question) -> str:
 
 def rewrite_items(questions: list[Question], target: Question) -> list[AssessmentItem]:
     """The paper as the regeneration pass carries it: each question kept, the target to write again
-    (its spec: the same unit, type, Bloom level, difficulty and marks; the question it replaces in
-    ``rejected``, so it is not written the same)."""
+    (its spec: the same unit, type, Bloom level, difficulty and marks). The target's ``rejected``
+    holds the question it replaces and every other question of the paper: the generator draws on
+    none of their sentences again, so the new question neither repeats the old nor copies another."""
     items = []
     for q in questions:
         spec = QuestionSpec(
@@ -128,7 +129,8 @@ def rewrite_items(questions: list[Question], target: Question) -> list[Assessmen
             marks=q.marks,
         )
         if q.index == target.index:
-            items.append(AssessmentItem(spec=spec, rejected=[q]))
+            others = [other for other in questions if other.index != target.index]
+            items.append(AssessmentItem(spec=spec, rejected=[q, *others]))
         else:
             items.append(AssessmentItem(spec=spec, question=q))
     return items
