@@ -3,7 +3,7 @@ on a finished paper only, by its number in the paper; the exports follow a remov
 
 The gateway runs in this process on a real nats-server with auth on; no service runs, so the test
 writes the finished paper into the bucket as the evaluator would, and reads the rewrite the gateway
-queues for the retriever from the stream (the pipeline's side is in tests/e2e/test_assessment_edits.py).
+queues for the retriever from the stream (the pipeline's side is in tests/e2e/test_assessment_rewrite.py).
 """
 
 from __future__ import annotations

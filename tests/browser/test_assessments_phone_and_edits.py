@@ -28,7 +28,7 @@ async def assert_fits(page: Page) -> None:
 async def box(page: Page, selector: str) -> dict[str, float]:
     found = await page.locator(selector).first.bounding_box()
     assert found, selector
-    return dict(found)
+    return {"x": found["x"], "y": found["y"], "width": found["width"], "height": found["height"]}
 
 
 async def stems(page: Page) -> list[str]:
