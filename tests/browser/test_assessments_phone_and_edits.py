@@ -94,7 +94,7 @@ async def test_a_teacher_reads_the_key_removes_a_question_and_has_one_written_ag
     assert [q.title.split()[0] for q in parse_gift(gift)] == ["Q1", "Q2", "Q3"]
     assert before[1] not in gift
 
-    await page.get_by_role("button", name="Write question 1 again").click()
+    await page.get_by_role("button", name="Rewrite question 1").click()
     await expect(changes.locator("li")).to_have_count(2, timeout=120_000)
     await expect(changes.locator("li").last).to_have_text(f"Wrote question 1 again; it was: {before[0]}")
     after = await stems(page)
@@ -107,5 +107,7 @@ async def test_a_teacher_reads_the_key_removes_a_question_and_has_one_written_ag
     gift = await asyncio.to_thread(Path(await (await download_info.value).path()).read_text)
     assert [q.title.split()[0] for q in parse_gift(gift)] == ["Q1", "Q2", "Q3"]
     assert before[0] not in gift
+    await expect(page.locator("#a-status")).to_contain_text("Since then: 2 changes (below).")
     await assert_fits(page)
+    await questions.first.evaluate("(q) => q.scrollIntoView()")
     await save_screenshot(page, "assessments-phone.png" if width == 390 else "assessments-edits.png", artifacts)

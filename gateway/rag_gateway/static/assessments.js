@@ -70,14 +70,17 @@
 
   let current = null; // the paper shown, for its edit buttons
 
-  function editButtons(q, number) {
-    const remove = el("button", { type: "button", className: "secondary edit", textContent: "Remove" });
-    remove.setAttribute("aria-label", `Remove question ${number}`);
-    remove.addEventListener("click", () => removeQuestion(number));
-    const again = el("button", { type: "button", className: "secondary edit", textContent: "Write again" });
-    again.setAttribute("aria-label", `Write question ${number} again`);
-    again.addEventListener("click", () => rewriteQuestion(number));
-    return el("div", { className: "edits" }, remove, again);
+  // "Remove" and "Rewrite", named "Remove question 2" and "Rewrite question 2" for a screen reader.
+  function editButton(verb, number, action) {
+    const button = el("button", { type: "button", className: "secondary edit" }, verb,
+      el("span", { className: "visually-hidden", textContent: ` question ${number}` }));
+    button.addEventListener("click", () => action(number));
+    return button;
+  }
+
+  function editButtons(number) {
+    return el("div", { className: "edits" },
+      editButton("Remove", number, removeQuestion), editButton("Rewrite", number, rewriteQuestion));
   }
 
   function question(q, number) {
@@ -97,14 +100,17 @@
     li.append(el("details", {}, el("summary", { textContent: "Answer and source" }),
       el("p", { className: "answer", textContent: q.answer }),
       ...q.citations.map((c) => el("p", { className: "source", textContent: `Source: ${where(c)}` }))));
-    li.append(editButtons(q, number));
+    li.append(editButtons(number));
     return li;
   }
 
   function showPaper(state) {
     current = state;
     const n = state.questions.length;
-    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}`.trim();
+    const edits = state.edits || [];
+    // The summary is the paper as it was made; the teacher's changes since are listed below it.
+    const since = edits.length ? ` Since then: ${edits.length} change${edits.length === 1 ? "" : "s"} (below).` : "";
+    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}${since}`.trim();
     $("a-progress").hidden = true;
     const marks = state.questions.reduce((sum, q) => sum + q.marks, 0);
     $("a-total").textContent = `Total: ${marks} mark${marks === 1 ? "" : "s"}`;
@@ -116,7 +122,6 @@
         `(${g.marks_missing} mark${g.marks_missing === 1 ? "" : "s"})` }),
       el("ul", {}, ...g.reasons.map((r) => el("li", { className: "why", textContent: r }))))));
     $("a-shortfall").hidden = !(state.shortfall || []).length;
-    const edits = state.edits || [];
     $("a-edits").replaceChildren(...edits.map((e) => el("li", { textContent: e })));
     $("a-edits").hidden = !edits.length;
     $("a-questions").replaceChildren(...state.questions.map((q, i) => question(q, i + 1)));
@@ -159,6 +164,7 @@
       const body = await response.json();
       if (response.status !== 202) { editFailed(body, response); return; }
       $("a-status").textContent = `Writing question ${number} again…`;
+      $("a-downloads").hidden = true; // the exports wait for the new question
       await follow(body.id);
     } catch (exc) {
       $("a-error").textContent = String(exc);
