@@ -183,7 +183,7 @@ class EvaluatorHandlers:
             edits.append(apply_rewrite(s, items, index))
 
         await jobs.update(job.id, rewritten)
-        log.info("assessment %s: %s", job.id, edits[0] if edits else "rewrite of a job not in the bucket")
+        log.info("assessment %s: %s", job.id, edits[0] if edits and edits[0] else "rewrite already finished")
 
 
 def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:

@@ -22,7 +22,10 @@ def same_question(new: Question, old: Question) -> bool:
 
 def apply_rewrite(state: AssessmentState, items: Sequence[AssessmentItem], index: int) -> str:
     """Put the rewritten question ``index`` in its place in the stored paper (or keep the old one),
-    finish the job, and record the edit in words (returned too)."""
+    finish the job, and record the edit in words (returned too). A job already finished is left as
+    it is: a redelivered message must not edit the paper twice."""
+    if state.status in ("done", "failed"):
+        return ""
     state.status = "done"
     total = max(state.progress.total, state.progress.done)
     state.progress.stage, state.progress.done, state.progress.total = "done", total, total

@@ -83,3 +83,11 @@ def test_a_failed_or_identical_question_leaves_the_old_one_and_says_why(new: Que
     assert edit == f"Question 2 could not be written again ({why}); it stays as it was."
     assert state.status == "done"
     assert len(state.edits) == 2
+
+
+def test_a_redelivered_rewrite_edits_the_paper_once() -> None:
+    state = paper()
+    apply_rewrite(state, back(question(2, "What does an invoice list?")), 2)
+    assert apply_rewrite(state, back(question(2, "What does an invoice list?")), 2) == ""
+    assert [q.stem for q in state.questions] == ["Why are refunds prorated?", "What does an invoice list?"]
+    assert len(state.edits) == 2

@@ -127,7 +127,9 @@ def assessment_failure_hook(store: Callable[[], AssessmentStore | None], metrics
             return
 
         def fail(state: AssessmentState) -> None:
-            if isinstance(rewrite, int) and state.status != "failed":
+            if isinstance(rewrite, int):
+                if state.status in ("done", "failed"):  # a redelivered message: already finished
+                    return
                 number = next((n for n, q in enumerate(state.questions, 1) if q.index == rewrite), None)
                 which = f"Question {number}" if number else "A question"
                 state.status, state.progress.stage = "done", "done"
