@@ -21,15 +21,16 @@ def question(index: int) -> Question:
     )
 
 
-async def stored(status: str) -> AssessmentStore:
+async def stored() -> AssessmentStore:
+    """A paper being rewritten: queued again, its questions as they were."""
     store = AssessmentStore(MemoryKeyValue())
-    state = AssessmentState(id=ID, status=status, blueprint=Blueprint(), questions=[question(0), question(3)])  # type: ignore[arg-type]
+    state = AssessmentState(id=ID, status="retrieving", blueprint=Blueprint(), questions=[question(0), question(3)])
     await store.put(state)
     return store
 
 
 async def test_a_failed_rewrite_leaves_the_paper_done_as_it_was_and_says_why() -> None:
-    store = await stored("retrieving")
+    store = await stored()
     report = assessment_failure_hook(lambda: store, AssessmentMetrics(CollectorRegistry()))
     await report({"assessment": {"id": ID, "rewrite": 3}}, "collection_not_found", "unknown collection 'x'", 404)
     state = await store.get(ID)
