@@ -38,7 +38,11 @@ _VALUE_NOUNS = (
     r"name of the|syntax|format|extension|config|configuration|default"
 )
 _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
-    (AnswerType.COMPARISON, re.compile(r"\b(difference|differ|compare|compared|comparison|versus|vs\.?)\b")),
+    # Not "compare-and-set", a name for one operation.
+    (
+        AnswerType.COMPARISON,
+        re.compile(r"(?<![\w-])(difference|differ|compare|compared|comparison|versus|vs\.?)(?![\w-])"),
+    ),
     (
         AnswerType.STEPS,
         re.compile(

@@ -70,3 +70,17 @@ def test_a_tag_that_is_not_html_is_what_the_text_is_about_and_is_kept() -> None:
         "Wrap the contract in <contract> tags.",
         "Billing is monthly for the Pro plan in every region.",
     ]
+
+
+def test_a_key_value_line_giving_an_address_or_a_number_is_a_unit_not_a_heading() -> None:
+    text = (
+        "Get basic JetStream information: [https://demo.nats.io:8222/jsz](https://demo.nats.io:8222/jsz)\n\n"
+        "Default port: 4222\n\n"
+        "Installation Guide\n\n"
+        "Run the installer as an administrator."
+    )
+    assert units(text) == [
+        "Get basic JetStream information: https://demo.nats.io:8222/jsz",
+        "Default port: 4222",
+        "Run the installer as an administrator.",
+    ]

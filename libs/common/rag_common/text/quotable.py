@@ -95,6 +95,8 @@ _EMPHASIS = re.compile(r"(?<![\w*])[*_](\S(?:[^*_]*?\S)?)[*_](?![\w*])")
 # A document's own "[2]" would read as a citation of passage 2.
 _FAKE_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
+# "Label: value" where the value is an address, a path or a number: a statement without a stop.
+_KEY_VALUE = re.compile(r"^[A-Z][^:]{1,60}:\s+(?:https?://\S+|/[\w./{}-]+|\$?\d[\d.,]*\s*\w{0,8})$")
 _ADDRESS = re.compile(r"\S+@\S+\.\w|https?://")
 # A line ending in one of these words was cut by the page width, not by the author.
 _CONTINUING = frozenset(
@@ -368,8 +370,11 @@ def flattened_code(text: str) -> bool:
 
 
 def _looks_like_heading(text: str) -> bool:
-    """A short line without closing punctuation: a title, not a statement."""
-    return not ends_clause(text) and len(text.split()) <= 10
+    """A short line without closing punctuation: a title, not a statement.
+
+    Not a ``key: value`` line giving an address, a path or a number ("Default port: 4222").
+    """
+    return not ends_clause(text) and len(text.split()) <= 10 and not _KEY_VALUE.match(text)
 
 
 def _readable(unit: str, kind: str, section: str) -> bool:
@@ -385,6 +390,8 @@ def _readable(unit: str, kind: str, section: str) -> bool:
         return False
     if not unit[0].isupper() and not unit[0].isdigit() and unit[0] not in "$\"'“(":
         return kind == KIND_ITEM and len(words) >= 4  # a sentence starting lowercase was cut
+    if _KEY_VALUE.match(unit):
+        return True
     if ends_sentence(unit) or unit.endswith(":"):
         # "Email sales@orbitly.example." is whole: an address or a link carries the statement.
         return len(words) >= 3 or (len(words) == 2 and bool(_ADDRESS.search(unit)))
