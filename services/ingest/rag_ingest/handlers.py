@@ -173,6 +173,7 @@ class Ingestor:
                 self._locks.pop(document_id, None)
 
     async def delete(self, request: DeleteRequested) -> None:
+        """Remove a document's chunks, status record and bytes, unless a newer upload replaced it."""
         current = await self.status.get(request.document_id)
         if current is not None and current.status != "deleting":
             # An upload accepted after the delete request replaced the document: its version stays.
