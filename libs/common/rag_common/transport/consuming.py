@@ -17,6 +17,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from faststream import AckPolicy, BaseMiddleware, ContextRepo, StreamMessage
@@ -154,98 +155,105 @@ def _invalid(model: type[BaseModel], exc: Exception) -> str:
     return f"invalid {model.__name__} message: {type(exc).__name__}: {exc}"
 
 
-async def process_message(
-    msg: Delivery,
-    handle: Callable[[Any], Awaitable[Any]],
-    model: type[BaseModel],
-    *,
-    broker: NatsBroker,
-    telemetry: ServiceTelemetry,
-    stage: str,
-    area: str,
-    max_deliver: int,
-    on_failure: FailureHook,
-    heartbeat_s: float | None = None,
-) -> None:
-    """Run one JetStream message through its handler and acknowledge it; nothing that fails is lost.
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """One work queue's error policy, as the FastStream middleware around each of its messages.
 
-    ``handle`` is FastStream's call: decode the body, validate it as ``model``, call the handler.
-
-    - a body that does not decode or validate is dead-lettered at once (retrying cannot fix it);
-    - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
-    - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
-      dead-lettered. Dead letters keep the original payload so they can be replayed.
-
-    While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
-    so a slow message (a long document, a slow model) is not redelivered to a second worker while
-    a dead worker's message still is, after the consumer's ack wait.
+    Given to the queue's own router, so it wraps that subscriber only.
     """
-    try:
-        with _in_progress(msg, heartbeat_s):
-            await handle(msg)
-    except asyncio.CancelledError:
-        # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
-        await asyncio.shield(msg.nack())
-        raise
-    except HandlerFailed as failed:
-        await _settle_failure(
-            msg, failed.error, failed.payload, broker, telemetry, stage, area, max_deliver, on_failure
-        )
-        return
-    except Exception as exc:  # FastStream could not decode the body or validate it as ``model``
-        error = _invalid(model, exc)
-        await _dead_letter(msg, broker, area, stage, error, _deliveries(msg))
-        await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
-        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
-        telemetry.errors.labels(telemetry.service, stage, "invalid_message").inc()
-        telemetry.dead_letters.labels(telemetry.service, stage, "invalid_message").inc()
-        await msg.reject()
-        return
-    telemetry.messages.labels(telemetry.service, stage, "ok").inc()
-    await msg.ack()
 
+    broker: NatsBroker
+    telemetry: ServiceTelemetry
+    model: type[BaseModel]  # what the handler takes, for the error of a body that is not one
+    stage: str
+    area: str
+    max_deliver: int
+    on_failure: FailureHook
+    heartbeat_s: float | None = None
 
-async def _settle_failure(
-    msg: Delivery,
-    exc: Exception,
-    payload: BaseModel,
-    broker: NatsBroker,
-    telemetry: ServiceTelemetry,
-    stage: str,
-    area: str,
-    max_deliver: int,
-    on_failure: FailureHook,
-) -> None:
-    """A valid message whose handler failed: answered, dead-lettered at once, or retried."""
-    if isinstance(exc, PermanentError):
-        if not exc.dead_letter:
-            await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
-            log.info("%s answered %s: %s", stage, exc.code, exc.message)
-            telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+    def __call__(self, msg: Any, /, *, context: ContextRepo) -> BaseMiddleware:
+        """The middleware around one message."""
+        return _Settle(msg, context=context, policy=self)
+
+    async def process_message(self, msg: Delivery, handle: Callable[[Any], Awaitable[Any]]) -> None:
+        """Run one JetStream message through its handler and settle it; nothing that fails is lost.
+
+        ``handle`` is FastStream's call: decode the body, validate it as ``model``, call the handler.
+
+        - a body that does not decode or validate is dead-lettered at once (retrying cannot fix it);
+        - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
+        - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
+          dead-lettered. Dead letters keep the original payload so they can be replayed.
+
+        While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
+        so a slow message (a long document, a slow model) is not redelivered to a second worker
+        while a dead worker's message still is, after the consumer's ack wait.
+        """
+        try:
+            with _in_progress(msg, self.heartbeat_s):
+                await handle(msg)
+        except asyncio.CancelledError:
+            # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
+            await asyncio.shield(msg.nack())
+            raise
+        except HandlerFailed as failed:
+            await self._failed(msg, failed.error, failed.payload.model_dump())
+        except Exception as exc:  # FastStream could not decode the body or validate it as ``model``
+            error = _invalid(self.model, exc)
+            await _dead_letter(msg, self.broker, self.area, self.stage, error, _deliveries(msg))
+            await self.on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
+            self._count("rejected", error="invalid_message", letter="invalid_message")
+            await msg.reject()
+        else:
+            self._count("ok")
+            await msg.ack()
+
+    async def _failed(self, msg: Delivery, exc: Exception, fields: dict[str, Any]) -> None:
+        """A valid message whose handler failed: answered, dead-lettered at once, or retried."""
+        stage = self.stage
+        if isinstance(exc, PermanentError):
+            if exc.dead_letter:
+                await _dead_letter(msg, self.broker, self.area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
+                log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
+                self._count("rejected", error="permanent", letter="permanent")
+            else:  # the message is sound and the failure is the answer
+                log.info("%s answered %s: %s", stage, exc.code, exc.message)
+                self._count("rejected")
+            await self.on_failure(fields, exc.code, exc.message, exc.status)
             await msg.reject()
             return
-        await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
-        await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
-        log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
-        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
-        telemetry.errors.labels(telemetry.service, stage, "permanent").inc()
-        telemetry.dead_letters.labels(telemetry.service, stage, "permanent").inc()
+        self._count(None, error="transient")
+        deliveries = _deliveries(msg)  # read from the reply subject only when a message fails
+        if deliveries < self.max_deliver:
+            log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, self.max_deliver, exc)
+            self._count("retry")
+            await msg.nack(delay=RETRY_BACKOFF_S[min(deliveries - 1, len(RETRY_BACKOFF_S) - 1)])
+            return
+        log.error("%s failed after %d attempts; dead-lettered", stage, deliveries, exc_info=exc)
+        error = f"{type(exc).__name__}: {exc}"
+        await _dead_letter(msg, self.broker, self.area, stage, error, deliveries)
+        await self.on_failure(fields, "stage_failed", f"{stage} failed: {error}", 503)
+        self._count("dead_letter", letter="exhausted")
         await msg.reject()
-        return
-    telemetry.errors.labels(telemetry.service, stage, "transient").inc()
-    deliveries = _deliveries(msg)  # read from the reply subject only when a message fails
-    if deliveries < max_deliver:
-        log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, max_deliver, exc)
-        telemetry.messages.labels(telemetry.service, stage, "retry").inc()
-        await msg.nack(delay=RETRY_BACKOFF_S[min(deliveries - 1, len(RETRY_BACKOFF_S) - 1)])
-        return
-    log.error("%s failed after %d attempts; dead-lettered", stage, deliveries, exc_info=exc)
-    error = f"{type(exc).__name__}: {exc}"
-    await _dead_letter(msg, broker, area, stage, error, deliveries)
-    await on_failure(payload.model_dump(), "stage_failed", f"{stage} failed: {error}", 503)
-    telemetry.messages.labels(telemetry.service, stage, "dead_letter").inc()
-    telemetry.dead_letters.labels(telemetry.service, stage, "exhausted").inc()
-    await msg.reject()
+
+    def _count(self, outcome: str | None, *, error: str | None = None, letter: str | None = None) -> None:
+        """The message's outcome, error kind and dead-letter reason in the service's counters."""
+        telemetry, service = self.telemetry, self.telemetry.service
+        if outcome:
+            telemetry.messages.labels(service, self.stage, outcome).inc()
+        if error:
+            telemetry.errors.labels(service, self.stage, error).inc()
+        if letter:
+            telemetry.dead_letters.labels(service, self.stage, letter).inc()
+
+
+class _Settle(BaseMiddleware):
+    def __init__(self, msg: Any, /, *, context: ContextRepo, policy: ErrorPolicy) -> None:
+        super().__init__(msg, context=context)
+        self.policy = policy
+
+    async def consume_scope(self, call_next: Callable[[Any], Awaitable[Any]], msg: StreamMessage[Any]) -> Any:
+        await self.policy.process_message(cast("NatsMessage", msg), call_next)
 
 
 @contextlib.contextmanager
@@ -298,38 +306,6 @@ def answer_failure_hook(broker: NatsBroker) -> FailureHook:
         await broker.publish(error, subjects.answer_subject(gateway_id, request_id, "error"))
 
     return report
-
-
-class ErrorPolicy:
-    """One work queue's error policy (``process_message``) as a FastStream middleware.
-
-    FastStream builds one around each message; given to the queue's router, it wraps that
-    subscriber only.
-    """
-
-    def __init__(self, broker: NatsBroker, telemetry: ServiceTelemetry, model: type[BaseModel], **policy: Any) -> None:
-        self.broker, self.telemetry, self.model, self.policy = broker, telemetry, model, policy
-
-    def __call__(self, msg: Any, /, *, context: ContextRepo) -> BaseMiddleware:
-        """The middleware around one message."""
-        return _Settle(msg, context=context, policy=self)
-
-
-class _Settle(BaseMiddleware):
-    def __init__(self, msg: Any, /, *, context: ContextRepo, policy: ErrorPolicy) -> None:
-        super().__init__(msg, context=context)
-        self.error_policy = policy
-
-    async def consume_scope(self, call_next: Callable[[Any], Awaitable[Any]], msg: StreamMessage[Any]) -> Any:
-        policy = self.error_policy
-        await process_message(
-            cast("NatsMessage", msg),
-            call_next,
-            policy.model,
-            broker=policy.broker,
-            telemetry=policy.telemetry,
-            **policy.policy,
-        )
 
 
 def register_work_queue(
