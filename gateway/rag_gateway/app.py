@@ -55,6 +55,7 @@ def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: An
 
     @broker.subscriber(subjects.answer_wildcard(settings.gateway_id))
     async def on_answer(msg: NatsMessage) -> None:
+        """This replica's answers: ``delta`` (AnswerDelta), ``final`` (QueryAnswered), ``error`` (AnswerError)."""
         hub.deliver(msg.raw_message.subject, msg.body)
 
     return broker

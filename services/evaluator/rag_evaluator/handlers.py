@@ -195,7 +195,6 @@ def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
         telemetry,
         subject=subjects.QUERY_DRAFTED,
         consumer=subjects.EVALUATOR_CONSUMER,
-        model=QueryDrafted,
         work=handlers.on_drafted,
     )
     register_ping(broker, "evaluator")
@@ -205,7 +204,6 @@ def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_DRAFTED,
         consumer=subjects.EVALUATOR_ASSESSMENT_CONSUMER,
-        model=AssessmentDrafted,
         work=handlers.on_assessment_drafted,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,

@@ -161,7 +161,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.QUERY_ROUTED,
         consumer=subjects.RETRIEVER_CONSUMER,
-        model=QueryRouted,
         work=handlers.on_routed,
     )
     register_assessment_stage(
@@ -170,7 +169,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_REQUESTED,
         consumer=subjects.RETRIEVER_ASSESSMENT_CONSUMER,
-        model=AssessmentRequested,
         work=handlers.on_assessment_requested,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,
@@ -181,7 +179,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_REJECTED,
         consumer=subjects.RETRIEVER_REJECTED_CONSUMER,
-        model=AssessmentRejected,
         work=handlers.on_assessment_rejected,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,

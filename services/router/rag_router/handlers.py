@@ -60,7 +60,6 @@ def subscribe(broker: NatsBroker, handlers: RouterHandlers) -> None:
         handlers.telemetry,
         subject=subjects.QUERY_REQUESTED,
         consumer=subjects.ROUTER_CONSUMER,
-        model=QueryRequested,
         work=handlers.on_requested,
     )
     register_ping(broker, "router")
