@@ -219,7 +219,8 @@ def absent_rare_words(question: str, texts: Sequence[str]) -> list[str]:
             continue
         if word in joined or all(x in held or stem(x) in stems for x in parts):
             continue
-        if difflib.get_close_matches(word, held, n=1, cutoff=TYPO_SIMILARITY):
+        # A misspelling ("servises", "hearin"), not a held word with more to it ("systemd").
+        if any(not word.startswith(c) for c in difflib.get_close_matches(word, held, n=3, cutoff=TYPO_SIMILARITY)):
             continue
         rare.append(word)
     return rare

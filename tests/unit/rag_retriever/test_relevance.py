@@ -105,7 +105,10 @@ def test_a_rare_technical_word_the_passages_never_write_is_what_the_question_tur
         "ocsp",
         "stapling",
     ]
-    assert absent_rare_words("Is there a recommended systemd unit file for nats-server?", TLS_PAGE) == ["systemd"]
+    # "systemd" is not a misspelling of "system", which the passages hold
+    assert absent_rare_words("Is there a recommended systemd unit file for nats-server?", [*TLS_PAGE, "system"]) == [
+        "systemd"
+    ]
     assert unknown_words_reason(["systemd"]) == "the documents never mention systemd"
     assert unknown_words_reason([]) is None
 
