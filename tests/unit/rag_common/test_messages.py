@@ -113,6 +113,8 @@ def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> No
         "timings_ms",
         "retrieval",
         "draft",
+        "selection_spans",
+        "profile",
     }
 
 
