@@ -15,9 +15,9 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
+from rag_common.config.texts import collection_texts
 from rag_common.store.answer_cache import AnswerCache, kept_counter
 from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
-from rag_common.config.texts import collection_texts
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer, publish_assessment
 from rag_common.transport.service import register_ping
@@ -93,7 +93,14 @@ class EvaluatorHandlers:
 
     async def on_drafted(self, drafted: QueryDrafted) -> None:
         """Flag the drafted answer, keep it in the answer cache when nothing is raised, and send the
-        final answer to the waiting gateway."""
+        final answer to the waiting gateway (the one sender of final answers). An answer served
+        from the cache goes on with the evaluation it was kept with."""
+        if drafted.kept is not None:
+            with self.telemetry.stage("evaluator") as timer:
+                answered = QueryAnswered.of(drafted, drafted.kept)
+            drafted.timings_ms["evaluator"] = timer.ms
+            await publish_answer(self.broker, answered)
+            return
         with self.telemetry.stage("evaluator") as timer:
             # The file's profile when the router did not send one.
             profile = drafted.profile or collection_texts(self.settings.collections_file, drafted.query.collection)

@@ -257,6 +257,11 @@ class QueryDrafted(DraftedStage):
     """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
 
     type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+    kept: Evaluation | None = Field(
+        None,
+        description="set on an answer served from the answer cache (by the retriever): the evaluation it was "
+        "kept with, which the evaluator sends on as it is",
+    )
 
 
 class QueryAnswered(DraftedStage):
@@ -287,10 +292,13 @@ class QueryAnswered(DraftedStage):
 
     @classmethod
     def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:
-        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``."""
+        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``.
+
+        ``cached`` when the draft came from the answer cache.
+        """
         # The profile was for the stages: the gateway does not read it, nor does the answer cache keep it.
         parts = {name: getattr(drafted, name) for name in DraftedStage.model_fields if name not in ("type", "profile")}
-        return cls(**parts, evaluation=evaluation)
+        return cls(**parts, evaluation=evaluation, cached=drafted.kept is not None)
 
 
 class AnswerDelta(Message):
