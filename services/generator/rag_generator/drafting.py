@@ -20,10 +20,11 @@ from rag_common.transport.publishing import publish_delta
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_generator.citations import citations_for, is_refusal
-from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply
+from rag_generator.extractive import ExtractiveReply, extractive_reply
 from rag_generator.guard import StreamGuard
 from rag_generator.llm import StopStream, stream_completion
 from rag_generator.prompting import build_messages, new_salt
+from rag_generator.relevance import SentenceScorer
 from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"

@@ -17,7 +17,6 @@ MAX_LINES = 500
 BEING_SPLIT_ELSEWHERE = frozenset(
     {
         "libs/common/rag_common/text/injection.py",
-        "services/generator/rag_generator/extractive.py",
     }
 )
 
