@@ -24,9 +24,10 @@ from rag_common.transport.service import register_ping
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, QueryAnswered, QueryDrafted
-from rag_common.wire.messages.assessment import AssessmentDrafted, AssessmentRejected, AssessmentState
+from rag_common.wire.messages.assessment import AssessmentDrafted, AssessmentItem, AssessmentRejected, AssessmentState
 from rag_evaluator.assessing import Embed, check_items, failed, finish, regenerate
 from rag_evaluator.checks import assess
+from rag_evaluator.rewriting import apply_rewrite
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
@@ -142,6 +143,9 @@ class EvaluatorHandlers:
             items = await asyncio.to_thread(
                 check_items, drafted.items, self.embed, self.settings.near_duplicate_cosine, drafted.round
             )
+        if job.rewrite is not None:  # one question the teacher asked to write again: no second pass
+            await self.finish_rewrite(drafted, items, job.rewrite)
+            return
         to_redo = [item for item in items if failed(item)]
         fresh = [
             i for i in items if i.question is not None and i.question.validation.regenerated == (drafted.round > 1)
@@ -173,6 +177,20 @@ class EvaluatorHandlers:
 
             await jobs.update(job.id, done)
         log.info("assessment %s done: %d questions, %d dropped", job.id, len(items) - dropped, dropped)
+
+    async def finish_rewrite(self, drafted: AssessmentDrafted, items: list[AssessmentItem], index: int) -> None:
+        """The rewritten question into the stored paper, or the old one kept and why."""
+        job, jobs = drafted.assessment, self.assessments
+        self.assessment_metrics.assessments.labels("done").inc()
+        if jobs is None:
+            return
+        edits: list[str] = []
+
+        def rewritten(s: AssessmentState) -> None:
+            edits.append(apply_rewrite(s, items, index))
+
+        await jobs.update(job.id, rewritten)
+        log.info("assessment %s: %s", job.id, edits[0] if edits and edits[0] else "rewrite already finished")
 
 
 def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:

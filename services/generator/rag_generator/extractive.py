@@ -380,6 +380,7 @@ def extractive_reply(
     candidates = unique_candidates(candidate_sentences(passages, excluded=excluded, code=True))
     # "A user asked whether the price changed": a question reported, not an answer.
     candidates = [c for c in candidates if not _REPORTED_QUESTION.search(c.text)] or candidates
+    every = candidates
     if asked.answer_type not in (AnswerType.VALUE, AnswerType.STEPS):
         # Code is quoted for what it holds (a port, a command), not as an answer to "why" or "what is".
         candidates = [c for c in candidates if c.kind != KIND_CODE] or candidates
@@ -413,6 +414,7 @@ def extractive_reply(
         candidates,
         code=asked.answer_type in _CODE_TYPES,
         whole_code=asked.answer_type in (AnswerType.STEPS, AnswerType.OTHER),
+        every=every,
     )
     also = {units.index(u): ns for i, ns in choice.also.items() if (u := choice.units[i]) in units}
     titled = {i: f"{u.title}: {u.text}" for i, u in enumerate(units) if u.title and u.kind != KIND_ROW}

@@ -180,3 +180,13 @@ def _passage(n: int, c: Scored) -> Passage:
         kind=p.get("kind", "text"),
         injection_spans=marked_spans(p),
     )
+
+
+def assessment_foils(retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment) -> list[Passage]:
+    """Foils for a pass that came without them (a question the teacher asked to write again)."""
+    s, blueprint = recipe_settings, job.blueprint
+    chunks, _ = _collection_chunks(retriever, s, blueprint.collection)
+    return [
+        _passage(n, Scored(key=("", 0), score=0.0, payload=c))
+        for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
+    ]

@@ -26,7 +26,7 @@ from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import QueryRouted
 from rag_common.wire.messages.assessment import AssessmentRejected, AssessmentRequested, AssessmentRetrieved
-from rag_retriever.assessing import assessment_items, regeneration_items
+from rag_retriever.assessing import assessment_foils, assessment_items, regeneration_items
 from rag_retriever.rewriting import rewrite
 from rag_retriever.search import Retriever, search_text
 from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
@@ -134,11 +134,12 @@ class RetrieverHandlers:
         await publish_assessment(self.broker, retrieved, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:1")
 
     async def on_assessment_rejected(self, rejected: AssessmentRejected) -> None:
-        """Passages of another section for each question the evaluator sent back."""
+        """Passages of another section for each question the evaluator (or the teacher) sent back."""
         job = rejected.assessment
         with self.telemetry.tracer.start_as_current_span("assessment_retrieval"):
             items = await asyncio.to_thread(regeneration_items, self.search, self.recipe, job, rejected.items)
-        again = AssessmentRetrieved(assessment=job, items=items, foils=rejected.foils, round=rejected.round)
+            foils = rejected.foils or await asyncio.to_thread(assessment_foils, self.search, self.recipe, job)
+        again = AssessmentRetrieved(assessment=job, items=items, foils=foils, round=rejected.round)
         message_id = f"{job.id}:retrieved:{rejected.round}"
         await publish_assessment(self.broker, again, subjects.ASSESSMENT_RETRIEVED, message_id)
 

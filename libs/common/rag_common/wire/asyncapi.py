@@ -156,7 +156,8 @@ CHANNELS: tuple[Channel, ...] = (
         "evaluator",
         "retriever",
         "The paper after the first check: the questions that failed go back once for passages of another "
-        "section of their unit, then to the generator (regeneration).",
+        "section of their unit, then to the generator (regeneration). The gateway sends one question back "
+        "the same way when a teacher asks for it to be written again (assessment.rewrite).",
         subjects.ASSESSMENT_STREAM,
     ),
     Channel(
