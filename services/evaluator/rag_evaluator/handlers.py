@@ -15,9 +15,9 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
+from rag_common.config.texts import collection_texts
 from rag_common.store.answer_cache import AnswerCache, kept_counter
 from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
-from rag_common.store.profiles import ProfileBook
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer, publish_assessment
 from rag_common.transport.service import register_ping
@@ -72,13 +72,12 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
 
 
 class EvaluatorHandlers:
-    """What the evaluator's handlers need: settings, telemetry, the broker they publish with, the
-    collection profiles (terminology), and what start-up opens or loads (see ``create_app``)."""
+    """What the evaluator's handlers need: settings, telemetry, the broker they publish with, and
+    what start-up opens or loads (see ``create_app``). The collection's profile (terminology) comes
+    with each drafted answer, as the router read it."""
 
-    def __init__(
-        self, settings: EvaluatorSettings, telemetry: ServiceTelemetry, broker: NatsBroker, profiles: ProfileBook
-    ) -> None:
-        self.settings, self.telemetry, self.broker, self.profiles = settings, telemetry, broker, profiles
+    def __init__(self, settings: EvaluatorSettings, telemetry: ServiceTelemetry, broker: NatsBroker) -> None:
+        self.settings, self.telemetry, self.broker = settings, telemetry, broker
         # Set at start-up, once connected (None until then, and where a test needs none of them):
         self.cache: AnswerCache | None = None  # with RAG_ANSWER_CACHE on
         self.assessments: AssessmentStore | None = None
@@ -95,9 +94,17 @@ class EvaluatorHandlers:
 
     async def on_drafted(self, drafted: QueryDrafted) -> None:
         """Flag the drafted answer, keep it in the answer cache when nothing is raised, and send the
-        final answer to the waiting gateway."""
+        final answer to the waiting gateway (the one sender of final answers). An answer served
+        from the cache goes on with the evaluation it was kept with."""
+        if drafted.kept is not None:
+            with self.telemetry.stage("evaluator") as timer:
+                answered = QueryAnswered.of(drafted, drafted.kept)
+            drafted.timings_ms["evaluator"] = timer.ms
+            await publish_answer(self.broker, answered)
+            return
         with self.telemetry.stage("evaluator") as timer:
-            profile = await self.profiles.lookup(drafted.query.collection)
+            # The file's profile when the router did not send one.
+            profile = drafted.profile or collection_texts(self.settings.collections_file, drafted.query.collection)
             evaluation = assess(drafted, profile.terminology)
             # On the message's own "process" span: no span of its own for a few milliseconds of checks.
             span = get_current_span()

@@ -27,6 +27,7 @@ from rag_retriever.assessment import (
     topic_query,
 )
 from rag_retriever.search import Retriever
+from rag_retriever.selection import marked_spans
 from rag_retriever.settings import AssessmentRecipeSettings
 from rag_retriever.units import Section, document_titles, in_unit, sections_of, unit_candidates
 
@@ -177,7 +178,7 @@ def _passage(n: int, c: Scored) -> Passage:
         text=str(p.get("text", "")),
         document_id=str(p.get("document_id", "")),
         kind=p.get("kind", "text"),
-        injection_spans=[tuple(span) for span in p.get("injection_spans") or []],
+        injection_spans=marked_spans(p),
     )
 
 

@@ -396,7 +396,13 @@ class Retriever:
             sentence_scores=p.sentence_scores,
         )
         return QueryRetrieved(
-            query=query, route=p.route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
+            query=query,
+            route=p.route,
+            suspicions=routed.suspicions,
+            timings_ms=routed.timings_ms,
+            retrieval=retrieval,
+            profile=routed.profile,
+            selection_spans=routed.selection_spans,
         )
 
 

@@ -40,7 +40,8 @@ class RouterHandlers:
 
     async def on_requested(self, requested: QueryRequested) -> None:
         """Route the question: to retrieval with its tier, or straight to the evaluator as a drafted
-        answer (a greeting, or a refused injection attempt)."""
+        answer (a greeting, or a refused injection attempt). The collection's profile is read here,
+        once per question; the decision carries it to the later stages."""
         with self.telemetry.stage("router") as timer:
             texts = await self.profiles.lookup(requested.query.collection)
             decision = decide(requested.query, self.settings, texts)
