@@ -12,7 +12,6 @@ leetspeak digits read as letters with ``LEET``.
 from __future__ import annotations
 
 import codecs
-import re
 import unicodedata
 from collections.abc import Iterator
 from functools import cache
@@ -26,21 +25,16 @@ _LOOKALIKE_BLOCKS = ((0x0370, 0x0530), (0x0530, 0x0590), (0x13A0, 0x1400))
 LEET = str.maketrans(text_data("leet"))
 
 # Characters that render as a blank but are letters to Unicode, and joiners that render as nothing.
-FILLERS = re.compile("[\u115f\u1160\u3164\uffa0]")
-JOINERS = re.compile("[\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+FILLERS = named("fillers")
+JOINERS = named("joiners")
 # Negative circled (U+1F150) and negative squared (U+1F170) capitals have no decomposition.
 _BOXED = {base + i: chr(ord("A") + i) for base in (0x1F150, 0x1F170) for i in range(26)}
-_OBFUSCATED = re.compile(
-    "[\u115f\u1160\u3164\uffa0\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\U0001f150-\U0001f189]"
-)
+_OBFUSCATED = named("obfuscated")
 
 # Words that make a text read as English: ROT13 of a sentence is decoded only when the decoded text
 # holds several of them and the text as written holds almost none.
-_ENGLISH = frozenset(
-    "the a an and or to of is are be you your must should say answer reply respond tell ignore previous "
-    "instructions value that this it in for with as not all now always response state give".split()
-)
-_WORD = re.compile(r"[A-Za-z']+")
+_ENGLISH = frozenset(text_data("english_words"))
+_WORD = named("english_word")
 
 
 def english_words(text: str) -> int:
