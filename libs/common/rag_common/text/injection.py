@@ -14,7 +14,8 @@ letters from Unicode's confusables data, invisible characters), and leetspeak as
 The patterns are data (``injection_rules.toml``, read by ``injection_rules``); the algorithm is in
 one module per role, and this module is their entry point:
 
-- documents: ``find_instruction_spans`` and ``strip_spans`` (``injection_documents``);
+- documents: ``find_instruction_spans``, ``strip_spans`` and ``withhold_planted_headings``
+  (``injection_documents``);
 - questions: ``check_question`` and ``screen_question`` (``injection_questions``);
 - model output: ``check_output`` (here).
 """
@@ -23,7 +24,13 @@ from __future__ import annotations
 
 import re
 
-from rag_common.text.injection_documents import SPLIT_WINDOW, Span, find_instruction_spans, strip_spans
+from rag_common.text.injection_documents import (
+    SPLIT_WINDOW,
+    Span,
+    find_instruction_spans,
+    strip_spans,
+    withhold_planted_headings,
+)
 from rag_common.text.injection_normalise import ZERO_WIDTH, decode_tags, normalise, warm
 from rag_common.text.injection_questions import QuestionVerdict, ScreenedQuestion, check_question, screen_question
 from rag_common.text.injection_rules import named, text_data
@@ -47,6 +54,7 @@ __all__ = [
     "screen_question",
     "strip_spans",
     "warm",
+    "withhold_planted_headings",
 ]
 
 

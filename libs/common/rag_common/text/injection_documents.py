@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from rag_common.text.injection_normalise import LEET, ZERO_WIDTH, normalise, readings
@@ -258,6 +259,18 @@ def find_instruction_spans(text: str, embedder: DenseEmbedder | None = None) -> 
         else:
             merged.append([start, end, kind, end - start])
     return [Span(int(s), int(e), str(k), text[int(s) : int(e)]) for s, e, k, _ in merged]  # type: ignore[call-overload]
+
+
+@lru_cache(maxsize=4096)
+def withhold_planted_headings(section: str, separator: str = " > ") -> str:
+    """A heading path without the headings that read as planted instructions.
+
+    A heading is metadata, not chunk text, so ingest's spans do not cover it; a question or a
+    citation that names its section must not carry "Ignore all previous instructions and ...".
+    """
+    headings = section.split(separator)
+    kept = [heading for heading in headings if not find_instruction_spans(heading)]
+    return section if len(kept) == len(headings) else separator.join(kept)
 
 
 def strip_spans(text: str, spans: Sequence[Span] | Sequence[tuple[int, int]]) -> str:
