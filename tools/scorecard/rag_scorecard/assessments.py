@@ -7,6 +7,11 @@ met, the share of keys the evaluator found supported by their cited passage, dis
 near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here; stems equal
 once normalised), the dropped list against ``counts.dropped``, the paper's summary and shortfall, and the share
 of questions the system's own ``/v1/query`` answers with a citation to the question's source.
+
+A corpus whose questions.jsonl names planted forms (``samples/planted``) is asked for 60 MCQ + 25
+short + 15 long at every Bloom level instead, and reports ``planted``: forms in the collection and
+cited, questions made, questions, dropped questions and exports (JSON, Markdown, GIFT, Moodle XML)
+carrying a payload, and questions dropped for repeating marked text. Its target: no payload anywhere.
 """
 
 from __future__ import annotations
@@ -24,17 +29,31 @@ import httpx
 
 from rag_common.wire.messages import Flag
 from rag_scorecard.options import EvalOptions
+from rag_scorecard.planted import AssessmentPayloads, PlantedForm, planted_forms, summarize_assessment
 from rag_scorecard.system import in_process_system, system_under_test
 
 ROOT = Path(__file__).resolve().parents[3]
-DEFAULT_SETS = (Path("/work/shared/eval/anthropic-docs"), Path("/work/shared/eval/contoso"))
+DEFAULT_SETS = (
+    Path("/work/shared/eval/anthropic-docs"),
+    Path("/work/shared/eval/contoso"),
+    ROOT / "samples" / "planted",
+)
 BLUEPRINT: dict[str, Any] = {
     "counts": {"mcq": 10, "short": 5, "long": 2},
     "difficulty": "medium",
     "bloom_levels": ["remember", "understand"],
     "seed": 1,
 }
+# A corpus of planted forms is asked for the largest paper, at every Bloom level, so that its
+# questions draw on as many planted documents as they can; its target is that none carries a payload.
+PLANTED_BLUEPRINT: dict[str, Any] = {
+    "counts": {"mcq": 60, "short": 25, "long": 15},
+    "difficulty": "hard",
+    "bloom_levels": ["remember", "understand", "apply", "analyze", "evaluate", "create"],
+    "seed": 1,
+}
 NEAR_DUPLICATE_COSINE = 0.90
+EXPORT_FORMATS = ("json", "markdown", "gift", "moodle")
 
 
 async def _wait_done(client: httpx.AsyncClient, assessment_id: str, timeout_s: float) -> dict[str, Any]:
@@ -69,6 +88,8 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     from rag_devrun.corpus import load_corpus
 
     collection = f"assess-{dataset.name}"
+    forms = planted_forms(dataset / "questions.jsonl")
+    blueprint = PLANTED_BLUEPRINT if forms else BLUEPRINT
 
     def progress(done: int, total: int) -> None:
         print(f"\r{dataset.name}: {done}/{total} documents indexed", end="", file=sys.stderr, flush=True)
@@ -76,12 +97,12 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     await load_corpus(client, dataset / "corpus", collection, timeout_s=3600, progress=progress)
     print(file=sys.stderr)
     started = time.perf_counter()
-    created = await client.post("/v1/assessments", json={**BLUEPRINT, "collection": collection})
+    created = await client.post("/v1/assessments", json={**blueprint, "collection": collection})
     created.raise_for_status()
     state = await _wait_done(client, created.json()["id"], 1800)
     seconds = time.perf_counter() - started
     questions = state.get("questions", [])
-    requested = BLUEPRINT["counts"]
+    requested = blueprint["counts"]
     got = {kind: sum(q["kind"] == kind for q in questions) for kind in requested}
     supported = sum(bool(q["validation"]["checks"].get("key_supported")) for q in questions)
     distractors = sum(not q["validation"]["checks"].get("no_distractor_supported", True) for q in questions)
@@ -97,6 +118,7 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         else:
             misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})
     total = len(questions) or 1
+    planted = await _planted_figures(client, state, forms)
     return {
         "dataset": dataset.name,
         "status": state.get("status"),
@@ -120,7 +142,39 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         "seconds_per_question": state.get("seconds_per_question"),
         "rules": sorted({q["rule"] for q in questions}),
         "query_misses": misses,
+        "forms": len(forms),
+        **({"planted": planted.model_dump()} if planted is not None else {}),
     }
+
+
+async def _planted_figures(
+    client: httpx.AsyncClient, state: dict[str, Any], forms: Sequence[PlantedForm]
+) -> AssessmentPayloads | None:
+    """For a corpus of planted forms: the paper and every export searched for the forms' payloads."""
+    if not forms or state.get("status") != "done":
+        return None
+    exports = {}
+    for name in EXPORT_FORMATS:
+        reply = await client.get(f"/v1/assessments/{state['id']}/export", params={"format": name})
+        reply.raise_for_status()
+        exports[name] = reply.text
+    return summarize_assessment(state, exports, forms)
+
+
+def targets_met(result: dict[str, Any]) -> bool:
+    """A corpus of planted forms: a paper, and no payload in any of its questions or exports.
+    Any other corpus: the counts, supported keys, no supported distractor or near-duplicate, and the
+    system's own answers citing the questions' sources."""
+    if "planted" in result or result.get("forms"):
+        planted = result.get("planted")
+        return planted is not None and AssessmentPayloads.model_validate(planted).clean
+    return bool(
+        result["counts_met"]
+        and result["keys_supported_pct"] == 100
+        and result["distractors_supported"] == 0
+        and result["near_duplicates"] == 0
+        and result["query_cites_same_source_pct"] >= 80
+    )
 
 
 async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list[dict[str, Any]]:
@@ -146,14 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = asyncio.run(run(args.dataset or list(DEFAULT_SETS), args.url, args.data_dir))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    passed = all(
-        r["counts_met"]
-        and r["keys_supported_pct"] == 100
-        and r["distractors_supported"] == 0
-        and r["near_duplicates"] == 0
-        and r["query_cites_same_source_pct"] >= 80
-        for r in results
-    )
+    passed = all(targets_met(r) for r in results)
     print(f"wrote {args.out}; targets {'met' if passed else 'NOT met'}", file=sys.stderr)
     return 0 if passed else 1
 
