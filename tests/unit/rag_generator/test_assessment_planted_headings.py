@@ -45,7 +45,8 @@ The Quartz relay accepts 400 connections. Each connection times out after 45 sec
 
 
 def passages() -> list[Passage]:
-    """The document's chunks as the retriever hands them to an assessment."""
+    """The document's chunks as the retriever hands them to an assessment, each under its own heading
+    as an index written before ingest withheld planted headings (index format 5) still holds it."""
     request = IngestRequested(
         request_id="r", document_id="d", collection="c", source="quartz.md", object_name="o", content_hash="h", size=1
     )
@@ -58,7 +59,7 @@ def passages() -> list[Passage]:
             Passage(
                 n=n,
                 source=payload.source,
-                section=payload.section,
+                section=chunk.section,
                 chunk_index=payload.chunk_index,
                 text=payload.text,
                 injection_spans=payload.injection_spans,
