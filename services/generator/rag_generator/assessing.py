@@ -7,6 +7,7 @@ so a paper is never short because a model rambled. The evaluator checks either k
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -25,11 +26,35 @@ from rag_common.wire.messages.assessment import (
     Question,
     QuestionSpec,
 )
+from rag_generator.forms_text import Embed
 from rag_generator.prompting import mask_instructions
 from rag_generator.questions import term_pool, write_question
 from rag_generator.settings import GeneratorSettings
 
 log = logging.getLogger(__name__)
+
+
+def term_embedder(settings: GeneratorSettings) -> Embed | None:
+    """The embedding model's dense vectors of short texts (distractors are the key's nearest
+    neighbours), or None when its folder is missing (distractors are then drawn in seeded order)."""
+    try:
+        from rag_common.store.embedding import get_embedder
+
+        embedder = get_embedder(settings.resolved_model_dir)
+    except Exception as exc:  # no model folder: the rules still write every question
+        log.info("no embedding model for distractors: %r", exc)
+        return None
+    cache: dict[str, list[float]] = {}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in cache]
+        if missing:
+            for text, vector in zip(missing, embedder.embed_dense(missing), strict=True):
+                cache[text] = list(vector)
+        return [cache[t] for t in texts]
+
+    return embed
+
 
 _ANSWER_FIELDS: dict[str, dict[str, Any]] = {
     "mcq": {
@@ -157,7 +182,10 @@ async def write_items(
     progress: Any = None,
 ) -> list[AssessmentItem]:
     """Write the question of every item that has none (all in the first pass, the rejected in the regeneration pass)."""
-    pool = term_pool([*retrieved.foils, *(p for item in retrieved.items for p in item.passages)])
+    pool = await asyncio.to_thread(
+        term_pool, [*retrieved.foils, *(p for item in retrieved.items for p in item.passages)]
+    )
+    embed = term_embedder(settings)
     model = settings.model_for("fast")
     seed = retrieved.assessment.blueprint.seed
     # Progress counts questions written, on from where the paper is: the regeneration pass goes on
@@ -175,7 +203,9 @@ async def write_items(
         if model and not item.rejected:
             question = await model_question(settings, model, item.spec, item.passages)
         if question is None:
-            question = write_question(item.spec, item.passages, pool, seed, item.rejected)
+            question = await asyncio.to_thread(
+                write_question, item.spec, item.passages, pool, seed, item.rejected, embed
+            )
         seconds = time.perf_counter() - started
         metrics.question_seconds.labels(item.spec.kind).observe(seconds)
         if question is not None:

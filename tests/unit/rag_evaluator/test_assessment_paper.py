@@ -50,6 +50,7 @@ def mcq(index: int, stem: str, quote: str = SENTENCE, answer: str = "$12") -> Qu
         difficulty="medium",
         marks=1,
         citations=[Citation(source="billing.md", section="Billing > Plans", quote=quote)],
+        rule="recall",
     )
 
 
@@ -129,7 +130,7 @@ def test_a_short_paper_says_what_is_missing_per_type_in_marks_and_why() -> None:
             ]
         }
     )
-    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}))
+    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}, bloom_levels=["remember"]))
     finish(state, [*good, item(failed, index=2), nothing, gone], 2)
 
     assert state.counts.dropped == 3
@@ -152,7 +153,7 @@ def test_a_short_paper_says_what_is_missing_per_type_in_marks_and_why() -> None:
 
 def test_a_full_paper_says_so() -> None:
     done = item(mcq(0, "Identify the price.").model_copy(update={"validation": Validation(valid=True)}))
-    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 1}))
+    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 1}, bloom_levels=["remember"]))
     finish(state, [done], 1)
     assert state.summary == "As asked: 1 question, 1 mark."
     assert state.shortfall == []
