@@ -194,6 +194,8 @@ async def write_items(
     done = len(retrieved.items) if retrieved.round > 1 else 0
     total = done + to_write
     out: list[AssessmentItem] = []
+    # Sentences the paper's questions rest on: no other question is drawn from them.
+    taken = {normal_words(c.quote) for i in retrieved.items if i.question for c in i.question.citations}
     for item in retrieved.items:
         if item.question is not None:
             out.append(item)
@@ -204,12 +206,13 @@ async def write_items(
             question = await model_question(settings, model, item.spec, item.passages)
         if question is None:
             question = await asyncio.to_thread(
-                write_question, item.spec, item.passages, pool, seed, item.rejected, embed
+                write_question, item.spec, item.passages, pool, seed, item.rejected, embed, taken
             )
         seconds = time.perf_counter() - started
         metrics.question_seconds.labels(item.spec.kind).observe(seconds)
         if question is not None:
             metrics.questions.labels("generated").inc()
+            taken.update(normal_words(c.quote) for c in question.citations)
         out.append(item.model_copy(update={"question": question, "seconds": seconds}))
         done += 1
         if progress is not None:

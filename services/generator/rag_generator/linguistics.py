@@ -29,6 +29,8 @@ _NOT_CONTENT_TEXT = re.compile(
     re.IGNORECASE,
 )
 _NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
+# Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
+_GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]")
 _FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
 _ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
 SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
@@ -93,7 +95,7 @@ def content_sentence(doc: Doc) -> bool:
         return False  # asked through ``clean_sentence``
     if not MIN_WORDS <= words <= MAX_WORDS or text.endswith(("?", ":")) or _FOOTNOTE.match(text):
         return False
-    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA:
+    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text):
         return False
     roots = [t for t in doc if t.dep_ == "ROOT"]
     if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:

@@ -105,11 +105,13 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 
 
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
-    """The sentences in an order of their own for each paper (seed) and question (index): two seeds
-    draw on different sentences of the same passages."""
-    order = list(sentences)
-    random.Random(f"{seed}:{index}").shuffle(order)
-    return order
+    """The sentences in the paper's own order (one shuffle per seed), the ``index``-th question
+    starting at its own place in it: questions of one paper on the same passages start from
+    different sentences, and two seeds draw on different ones."""
+    order = sorted(sentences, key=lambda s: normal_words(s.text))
+    random.Random(seed).shuffle(order)
+    start = index % len(order) if order else 0
+    return order[start:] + order[:start]
 
 
 @dataclass(slots=True)

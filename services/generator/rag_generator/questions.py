@@ -74,10 +74,12 @@ def _split_marks(marks: float, n: int) -> list[float]:
 # --- MCQ forms ---------------------------------------------------------------------------------------
 
 
-def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
+def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, plain: bool = False) -> Draft | None:
+    """A wh-question asking for the sentence's subject, value, command or setting (``plain``: a
+    single common word may be the key too, when nothing better can be asked)."""
     ordered = [t for t in s.terms if t.role == "subject"] + [t for t in s.terms if t.kind in _RECALL_KINDS]
     for term in ordered:
-        if t_weak(term):
+        if t_weak(term) and not plain:
             continue
         if s.asked.count(term.text) > 1:
             continue
@@ -154,7 +156,7 @@ def _open_recall(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft 
     for s in sentences:
         found = definition(s)
         if found:
-            return f"Define {found[0]}.", s.text, [], None, [(f"{found[0]} is {found[1]}", s)], "define"
+            return f"Give the definition of {found[0]}.", s.text, [], None, [(f"{found[0]} is {found[1]}", s)], "define"
     for s in sentences:
         for term in s.terms:
             stem = question_for(s.doc, term) if term.role == "subject" or term.kind in _RECALL_KINDS else None
@@ -229,17 +231,15 @@ def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | No
 
 
 def _with_neighbours(s: Sentence, sentences: Sequence[Sentence], kind: str, first: str) -> list[tuple[str, Sentence]]:
-    """The sentence as the first point; a long answer adds the passage's next content sentences."""
-    points = [(first, s)]
-    if kind == "long":
-        same = [x for x in sentences if x.passage is s.passage and x is not s]
-        points += [(x.text, x) for x in same[:3]]
-    return points
+    """The sentence as the first point; the passage's next content sentences add one more (short)
+    or three more (long)."""
+    same = [x for x in sentences if x.passage is s.passage and x is not s]
+    return [(first, s), *((x.text, x) for x in same[: 3 if kind == "long" else 1])]
 
 
 OPEN_FORMS: dict[BloomLevel, tuple[Callable[[Sequence[Sentence], str, Pool], Draft | None], ...]] = {
     "remember": (_open_recall,),
-    "understand": (_explain, _open_why),
+    "understand": (_open_why, _explain),
     "apply": (_open_scenario,),
     "analyze": (_compare,),
     "evaluate": (_better_option,),
@@ -258,12 +258,14 @@ def write_question(
     seed: int,
     rejected: Sequence[Question] = (),
     embed: Embed | None = None,
+    taken: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Question | None:
     """The question for one spec, at its level or the highest below it the passages support, or None
-    when they offer nothing to ask. Sentences an earlier (rejected) attempt used are not used again."""
+    when they offer nothing to ask. Sentences an earlier (rejected) attempt used are not used again,
+    nor those other questions of the paper rest on (``taken``, normalised)."""
     rng = random.Random(f"{seed}:{spec.index}:{len(rejected)}")
-    avoid = {normal_words(c.quote) for q in rejected for c in q.citations}
-    sentences = seeded(content_sentences(passages, avoid), seed, spec.index + 7919 * len(rejected))
+    avoid = {normal_words(c.quote) for q in rejected for c in q.citations} | set(taken)
+    sentences = seeded(content_sentences(passages, avoid), seed, spec.index + 3 * len(rejected))
     if not sentences:
         return None
     for level in _levels_from(spec.bloom):
@@ -280,9 +282,11 @@ def write_question(
                 draft = open_form(sentences, spec.kind, pool)
                 if draft:
                     return _question(spec, level, draft, rng)
-    if spec.kind == "long":
-        draft = _explain(sentences, "long", pool)
-        return _question(spec, "understand", draft, rng) if draft else None
+    if spec.kind == "mcq":
+        for s in sentences:
+            draft = _recall(s, pool, embed, rng, plain=True)
+            if draft:
+                return _question(spec, "remember", draft, rng)
     return None
 
 

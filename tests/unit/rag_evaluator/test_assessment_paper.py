@@ -130,7 +130,9 @@ def test_a_short_paper_says_what_is_missing_per_type_in_marks_and_why() -> None:
             ]
         }
     )
-    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}, bloom_levels=["remember"]))
+    state = AssessmentState(
+        id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}, bloom_levels=["remember"])
+    )
     finish(state, [*good, item(failed, index=2), nothing, gone], 2)
 
     assert state.counts.dropped == 3

@@ -87,6 +87,8 @@ def _fragment(option: str) -> bool:
         return True
     from rag_common.text.phrases import parse
 
+    if len(words) < 2:
+        return False  # a tagger reads a lone noun as a verb ("Names", "passwords")
     doc = parse(option)
     return bool(len(doc)) and doc[0].pos_ in {"VERB", "AUX"} and doc[0].tag_ in {"VB", "VBD", "VBZ", "VBP", "MD"}
 
