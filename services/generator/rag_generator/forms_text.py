@@ -38,6 +38,8 @@ def reason(sentence: Sentence) -> tuple[str, str] | None:
     if not match or match.start() < 15:
         return None
     main, clause = text[: match.start()].strip(" ,"), text[match.start(1) :].strip()
+    if re.search(r",\s*\w+ing$|\b(?:and|or|but|which|that)$", main):
+        return None  # the clause was cut inside a phrase ("..., helping")
     if clause.startswith("in order to "):
         clause = clause[len("in order ") :]
     if not 3 <= len(clause.split()) <= 20 or not 3 <= len(main.split()) <= 25:

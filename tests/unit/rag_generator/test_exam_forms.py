@@ -45,7 +45,7 @@ OBJECTIVES = Passage(
     source=SOURCE,
     section="Chapter 3: Lame duck mode > Learning objectives",
     chunk_index=2,
-    text="Shut a server down gracefully with lame duck mode.\nName the signals the server accepts and what each does.\n",
+    text="Shut a server down gracefully with lame duck mode.\nName the signals the server accepts.\n",
 )
 FOIL = Passage(
     n=4,
@@ -53,7 +53,8 @@ FOIL = Passage(
     section="Monitoring",
     text=(
         "The varz endpoint reports 30 seconds of load. Clients are disconnected after 5 minutes of silence. "
-        "The server keeps 90 seconds of statistics. A client gets 20 seconds to answer a ping. Open Settings to turn the monitor on. "
+        "The server keeps 90 seconds of statistics. A client gets 20 seconds to answer a ping. "
+        "Open Settings to turn the monitor on. "
         "Once SSO is on, members sign in with Okta. "
         "The ping_interval setting decides how often the server pings its clients. "
         "The max_pending setting limits the bytes a client may have waiting. "
@@ -95,7 +96,8 @@ def test_a_value_is_asked_as_a_how_many_question_whose_options_share_its_unit() 
 def test_no_stem_names_a_file_or_section_and_the_source_is_shown_beside_it() -> None:
     for kind, bloom, marks in [("mcq", "remember", 1), ("short", "understand", 3), ("long", "evaluate", 6)]:
         question = ask(kind, bloom, marks)
-        assert "operating-nats" not in question.stem and "Chapter" not in question.stem
+        assert "operating-nats" not in question.stem
+        assert "Chapter" not in question.stem
         assert question.stem.endswith(("?", "."))
         assert question.source.startswith(f"{SOURCE} > Chapter ")
         assert "___" not in question.stem
@@ -164,7 +166,8 @@ def test_a_long_answer_is_a_marking_scheme_of_cited_points_whose_marks_add_up() 
     assert len(question.scheme) >= 3
     assert sum(p.marks for p in question.scheme) == 6
     for point in question.scheme:
-        assert point.citation.quote and point.citation.quote in LDM.text
+        assert point.citation.quote
+        assert point.citation.quote in LDM.text
     assert validate(question, [LDM], None, []).valid
 
 

@@ -65,8 +65,8 @@ def real_question(question: Mapping[str, Any]) -> bool:
         return False
     if _CLOZE.search(stem):
         return question.get("bloom") == "remember"
-    if stem.endswith("?"):
-        return True
+    if stem.endswith("?") or re.search(r"\?\s+[A-Z][^?]*\.$", stem):
+        return True  # a question, or a question followed by what the answer must give
     first = re.findall(r"[A-Za-z]+", stem)[:1]
     return bool(first) and first[0].lower() in _TASK_VERBS and stem.endswith((".", ":"))
 
