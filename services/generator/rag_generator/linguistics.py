@@ -31,7 +31,7 @@ _NOT_CONTENT_TEXT = re.compile(
 )
 _NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
 # Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
-_GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]")
+_GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
 _FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
 _ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
 SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})

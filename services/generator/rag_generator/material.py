@@ -105,13 +105,17 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 
 
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
-    """The sentences in the paper's own order (one shuffle per seed), the ``index``-th question
-    starting at its own place in it: questions of one paper on the same passages start from
-    different sentences, and two seeds draw on different ones."""
-    order = sorted(sentences, key=lambda s: normal_words(s.text))
-    random.Random(seed).shuffle(order)
-    start = index % len(order) if order else 0
-    return order[start:] + order[:start]
+    """The sentences passage by passage (the retriever's first is the question's seeded topic), each
+    passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
+    own place: questions on the same passages start from different sentences, two seeds from
+    different topics and different sentences."""
+    out: list[Sentence] = []
+    for n in dict.fromkeys(s.passage.n for s in sentences):
+        order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
+        random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
+        start = index % len(order)
+        out += order[start:] + order[:start]
+    return out
 
 
 @dataclass(slots=True)
