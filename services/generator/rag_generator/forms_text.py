@@ -83,7 +83,7 @@ _PURPOSE = (
 
 def scenario(sentence: Sentence) -> tuple[str, Term] | None:
     """(what someone wants to do, the command or setting that does it) of a how-to sentence."""
-    code = [t for t in sentence.terms if t.kind in {"setting", "command"}]
+    code = [t for t in sentence.terms if t.kind in {"setting", "flag", "command"}]
     if not code:
         return None
     for pattern in _PURPOSE:

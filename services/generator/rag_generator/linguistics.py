@@ -188,6 +188,8 @@ def wh_phrase(term: Term) -> str:
         return "when"
     if term.kind == "setting":
         return "which setting"
+    if term.kind == "flag":
+        return "which flag"
     if term.kind == "command":
         return "which command"
     return "what"
@@ -205,25 +207,28 @@ def question_for(doc: Doc, term: Term) -> str | None:
     minutes?"); None when the term cannot be asked for so."""
     text = doc.text.strip()
     before, after = text[: term.start], text[term.end :]
-    if term.role == "subject" and before.strip().lower() in {"", "the", "a", "an"}:
+    lead = re.sub(r"\b(?:the|a|an)\s*$", "", before, flags=re.IGNORECASE)
+    if term.role == "subject" and (not lead.strip() or lead.rstrip().endswith(",")):
         if term.head.lower() in _GENERIC_HEADS or re.match(r"^\s*(?:is|are|was|were)\s+to\b", after):
             return None  # "The general idea is to ...": the subject says nothing to ask for
         wh = wh_phrase(term)
         wh = "what" if wh in {"who", "when"} and term.label not in {"PERSON"} else wh
-        return _finish(f"{wh} {after.strip()}")
+        return _finish(f"{lead}{wh} {after.strip()}")  # "After entering lame duck mode, what ..."
     if term.kind == "date":
         lead = re.search(r"\b(?:in|on|at|since|by|from)\s+$", before)
         clause = parse(f"{before[: lead.start()] if lead else before}{after}".strip())
         body = invert(clause, len(clause.text)) if lead else None
         return _finish(f"when {body}") if body else None
-    if term.kind in {"quantity", "number", "money", "percent"}:
-        following = [t for t in doc if t.idx - doc[0].idx >= term.end][:1]
-        if following and following[0].pos_ in {"NOUN", "PROPN", "ADJ"}:
-            return None  # the value modifies a noun ("a 10 second grace period"): no place to ask it
-        return _finish(f"{before}{wh_phrase(term)}{after}")
-    if term.kind in {"setting", "command"}:
-        return _finish(f"{before}{wh_phrase(term)}{after}")
-    return None
+    if term.kind not in {"quantity", "number", "money", "percent", "setting", "flag", "command"}:
+        return None
+    following = [t for t in doc if t.idx - doc[0].idx >= term.end][:1]
+    if following and following[0].pos_ in {"NOUN", "PROPN", "ADJ"}:
+        return None  # the term modifies a noun ("a 10 second grace period", "the tool_use block")
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if not roots or not any(c.dep_ in SUBJECTS for c in roots[0].children) or before.count("(") > before.count(")"):
+        return None  # an instruction, or a term in parentheses: asking in place reads as no question
+    before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)
+    return _finish(f"{before}{wh_phrase(term)}{after}")
 
 
 def invert(doc: Doc, end_char: int) -> str | None:

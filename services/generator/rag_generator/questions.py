@@ -42,7 +42,7 @@ __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_
 
 BLANK = "_____"
 LONG_SENTENCES = {"easy": 3, "medium": 4, "hard": 5}
-_RECALL_KINDS = ("quantity", "money", "percent", "date", "setting", "command")
+_RECALL_KINDS = ("quantity", "money", "percent", "date", "setting", "flag", "command")
 Draft = tuple[
     str, str, list[str], int | None, list[tuple[str, Sentence]], str
 ]  # stem, answer, options, key, points, form
@@ -77,9 +77,14 @@ def _split_marks(marks: float, n: int) -> list[float]:
 def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, plain: bool = False) -> Draft | None:
     """A wh-question asking for the sentence's subject, value, command or setting (``plain``: a
     single common word may be the key too, when nothing better can be asked)."""
-    ordered = [t for t in s.terms if t.role == "subject"] + [t for t in s.terms if t.kind in _RECALL_KINDS]
+    subjects = [t for t in s.terms if t.role == "subject"]
+    ordered = [
+        *(t for t in subjects if not t_weak(t)),
+        *(t for t in s.terms if t.kind in _RECALL_KINDS),
+        *(t for t in subjects if t_weak(t)),  # "What waits ...?" for "server": asked when nothing better is
+    ]
     for term in ordered:
-        if t_weak(term) and not plain:
+        if t_weak(term) and not plain and term.role != "subject":
             continue
         if s.asked.count(term.text) > 1:
             continue
@@ -138,8 +143,7 @@ def _scenario(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) 
     distractors = pick(term.text, [t.text for t in pool.terms if t.kind == term.kind], [s.passage], embed, rng)
     if len(distractors) < 3:
         return None
-    what = "command" if term.kind == "command" else "setting"
-    stem = f"You want to {purpose}. Which {what} fits?"
+    stem = f"You want to {purpose}. Which {term.kind} fits?"
     return stem, term.text, [term.text, *distractors], 0, [(term.text, s)], "scenario"
 
 
@@ -180,8 +184,7 @@ def _open_scenario(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draf
         found = scenario(s)
         if found:
             purpose, term = found
-            what = "command" if term.kind == "command" else "setting"
-            stem = f"You want to {purpose}. Which {what} would you use, and how?"
+            stem = f"You want to {purpose}. Which {term.kind} would you use, and how?"
             return stem, s.text, [], None, [(f"{term.text}: {s.text}", s)], "scenario"
     return None
 

@@ -30,7 +30,7 @@ MAX_LENGTH_RATIO = 3.0
 class Shape:
     """An option's shape.
 
-    ``kind``: money, percent, quantity, number, command, setting, name, phrase, clause or statement;
+    ``kind``: money, percent, quantity, number, command, flag, setting, name, phrase, clause or statement;
     ``unit``: a quantity's unit word (singular) or a clause's connective; ``format``: how a number is
     written (digits, decimal, thousands, word; "-joined" for "14-day"); ``caps``: capital, lower or code.
     """
@@ -75,7 +75,9 @@ def shape_of(text: str) -> Shape:
         return Shape("number", format=fmt)
     if first in _CLI or (len(words) > 1 and _OPTION_FLAG.search(t) and first.islower()):
         return Shape("command", caps="code")
-    if len(words) == 1 and (_SETTING.match(first) or first.startswith("--")):
+    if len(words) == 1 and first.startswith("-"):
+        return Shape("flag", caps="code")
+    if len(words) == 1 and _SETTING.match(first):
         return Shape("setting", caps="code")
     for opener in CLAUSE_OPENERS:
         if t.lower().startswith(opener + " ") and len(words) >= 3:
