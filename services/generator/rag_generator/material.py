@@ -110,7 +110,10 @@ def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentenc
     own place: questions on the same passages start from different sentences, two seeds from
     different topics and different sentences."""
     out: list[Sentence] = []
-    for n in dict.fromkeys(s.passage.n for s in sentences):
+    numbers = list(dict.fromkeys(s.passage.n for s in sentences))
+    rest = numbers[1:]
+    random.Random(f"{seed}:{index}").shuffle(rest)  # after the topic's passage, the others in a seeded order
+    for n in numbers[:1] + rest:
         order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
         random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
         start = index % len(order)

@@ -162,7 +162,14 @@ def recipe(
     candidates = expand_neighbours(candidates, chunks, s.neighbours)
     candidates = fit_word_budget(candidates, s.budget_tokens, s.tokens_per_word)
     candidates = penalise_usage(candidates, used, s.usage_penalty)
-    return mmr_select(candidates, s.passages, s.mmr_lambda)
+    picked = mmr_select(candidates, s.passages, s.mmr_lambda)
+    # The topic's own section first: the generator draws on the first passage before the others.
+    heading = spec.topic.partition(" > ")[2]
+    return sorted(picked, key=lambda c: _heading(c.payload) != heading)
+
+
+def _heading(payload: dict[str, Any]) -> str:
+    return " > ".join(str(p) for p in payload.get("section_path") or [payload.get("section", "")])
 
 
 def _passage(n: int, c: Scored) -> Passage:
