@@ -215,9 +215,9 @@ def question_for(doc: Doc, term: Term) -> str | None:
         wh = "what" if wh in {"who", "when"} and term.label not in {"PERSON"} else wh
         return _finish(f"{lead}{wh} {after.strip()}")  # "After entering lame duck mode, what ..."
     if term.kind == "date":
-        lead = re.search(r"\b(?:in|on|at|since|by|from)\s+$", before)
-        clause = parse(f"{before[: lead.start()] if lead else before}{after}".strip())
-        body = invert(clause, len(clause.text)) if lead else None
+        preposition = re.search(r"\b(?:in|on|at|since|by|from)\s+$", before)
+        clause = parse(f"{before[: preposition.start()] if preposition else before}{after}".strip())
+        body = invert(clause, len(clause.text)) if preposition else None
         return _finish(f"when {body}") if body else None
     if term.kind not in {"quantity", "number", "money", "percent", "setting", "flag", "command"}:
         return None
