@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag_common.store.contract import DENSE, SPARSE, SideQuery
+from rag_common.text.course_parts import content_section
 from rag_common.transport.consuming import PermanentError
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec
@@ -148,6 +149,8 @@ def recipe(
         source_of = str(hit.payload.get("source", ""))
         if not in_unit(source_of, [str(p) for p in path], spec.unit, titles.get(source_of, "")):
             continue
+        if not content_section(" > ".join(str(p) for p in path)):
+            continue  # learning objectives, exercises, front matter: nothing a question is drawn from
         key = (str(hit.payload.get("document_id", "")), int(hit.payload.get("chunk_index", 0)))
         candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))
         if len(candidates) >= s.candidates:
@@ -167,6 +170,8 @@ def recipe(
     candidates = fit_word_budget(candidates, s.budget_tokens, s.tokens_per_word)
     candidates = penalise_usage(candidates, used, s.usage_penalty)
     picked = mmr_select(candidates, s.passages, s.mmr_lambda)
+    if own and picked and not any(_heading(c.payload) == heading for c in picked):
+        picked = [*expand_neighbours(own[:1], chunks, s.neighbours), *picked[:-1]]
     # The topic's own section first: the generator draws on the first passage before the others.
     return sorted(picked, key=lambda c: _heading(c.payload) != heading)
 
