@@ -118,10 +118,15 @@ def advice(sentence: Sentence) -> tuple[str, str] | None:
 # --- distractors -----------------------------------------------------------------------------------
 
 
+def _singular(words: str) -> str:
+    """Words with a plural "s" taken off ("plans" and "plan" say the same)."""
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words.split())
+
+
 def is_paraphrase(a: str, b: str) -> bool:
     """Whether two terms say the same: equal words, one inside the other, the same number, or
     half their words shared."""
-    na, nb = normal_words(a), normal_words(b)
+    na, nb = _singular(normal_words(a)), _singular(normal_words(b))
     if not na or not nb or na == nb or f" {na} " in f" {nb} " or f" {nb} " in f" {na} ":
         return True
     va, vb = _NUMBER.search(a), _NUMBER.search(b)

