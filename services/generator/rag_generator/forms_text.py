@@ -14,12 +14,13 @@ import math
 import random
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from rag_common.text.term_shape import MAX_LENGTH_RATIO, length_ratio, same_shape, shape_of
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_generator.linguistics import Term, invert
-from rag_generator.material import Sentence, parsed
+from rag_generator.material import Sentence, content_sentences, parsed
 
 Embed = Callable[[list[str]], list[list[float]]]
 
@@ -194,3 +195,36 @@ def term_candidates(key: Term, pool: Sequence[Term]) -> list[str]:
         for t in pool
         if t.kind == key.kind and (not key.label or not t.label or t.label == key.label or key.kind == "quantity")
     ]
+
+
+# --- the collection's distractor material ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Pool:
+    """What the collection offers as distractors: its whole terms, reason clauses and definitions."""
+
+    terms: list[Term] = field(default_factory=list)
+    clauses: list[str] = field(default_factory=list)  # "because ...", "to ...", "so that ...", "by ..."
+    meanings: list[str] = field(default_factory=list)  # the predicate of a definition: "a string that ..."
+
+
+def build_pool(passages: Sequence[Passage]) -> Pool:
+    """Every whole term, reason clause and definition of the passages' content sentences, each once."""
+    pool = Pool()
+    seen: set[str] = set()
+    for sentence in content_sentences(passages):
+        for term in sentence.terms:
+            key = f"{term.kind}:{normal_words(term.text)}"
+            if key not in seen:
+                seen.add(key)
+                pool.terms.append(term)
+        found = reason(sentence)
+        if found and normal_words(found[1]) not in seen:
+            seen.add(normal_words(found[1]))
+            pool.clauses.append(found[1])
+        meaning = definition(sentence)
+        if meaning and normal_words(meaning[1]) not in seen:
+            seen.add(normal_words(meaning[1]))
+            pool.meanings.append(meaning[1])
+    return pool

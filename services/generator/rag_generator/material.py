@@ -119,35 +119,3 @@ def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentenc
         start = index % len(order)
         out += order[start:] + order[:start]
     return out
-
-
-@dataclass(slots=True)
-class Pool:
-    """What the collection offers as distractors: its whole terms, reason clauses and definitions."""
-
-    terms: list[Term] = field(default_factory=list)
-    clauses: list[str] = field(default_factory=list)  # "because ...", "to ...", "so that ...", "by ..."
-    meanings: list[str] = field(default_factory=list)  # the predicate of a definition: "a string that ..."
-
-
-def build_pool(passages: Sequence[Passage]) -> Pool:
-    """Every whole term, reason clause and definition of the passages' content sentences, each once."""
-    from rag_generator.forms_text import definition, reason
-
-    pool = Pool()
-    seen: set[str] = set()
-    for sentence in content_sentences(passages):
-        for term in sentence.terms:
-            key = f"{term.kind}:{normal_words(term.text)}"
-            if key not in seen:
-                seen.add(key)
-                pool.terms.append(term)
-        found = reason(sentence)
-        if found and normal_words(found[1]) not in seen:
-            seen.add(normal_words(found[1]))
-            pool.clauses.append(found[1])
-        meaning = definition(sentence)
-        if meaning and normal_words(meaning[1]) not in seen:
-            seen.add(normal_words(meaning[1]))
-            pool.meanings.append(meaning[1])
-    return pool

@@ -34,9 +34,19 @@ from rag_common.wire.messages.assessment import (
     Question,
     QuestionSpec,
 )
-from rag_generator.forms_text import Embed, advice, definition, pick, reason, scenario, term_candidates
+from rag_generator.forms_text import (
+    Embed,
+    Pool,
+    advice,
+    build_pool,
+    definition,
+    pick,
+    reason,
+    scenario,
+    term_candidates,
+)
 from rag_generator.linguistics import Term, question_for
-from rag_generator.material import Pool, Sentence, build_pool, content_sentences, seeded, unmarked_candidates
+from rag_generator.material import Sentence, content_sentences, seeded, unmarked_candidates
 
 __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_question"]
 
