@@ -33,6 +33,7 @@ _NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition
 # Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
 _GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
 _LABEL = re.compile(r"^[A-Z][\w'’/-]*(?: [\w'’/-]+){0,3}:\s+(?=[A-Z])")
+_MARKUP = re.compile(r"[{}<>]|\s:\s\"|=>")  # JSON, markup or code left in a sentence
 _FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
 _ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
 SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
@@ -97,7 +98,7 @@ def content_sentence(doc: Doc) -> bool:
         return False  # asked through ``clean_sentence``
     if not MIN_WORDS <= words <= MAX_WORDS or text.endswith(("?", ":")) or _FOOTNOTE.match(text):
         return False
-    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text):
+    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text) or _MARKUP.search(text):
         return False
     if any(t.lower_ in {"this", "these", "those"} and t.pos_ in {"DET", "PRON"} for t in doc):
         return False  # "this back pressure", "send these": the sentence leans on the one before it

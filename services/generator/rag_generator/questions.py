@@ -240,9 +240,11 @@ def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool, loose: bool =
         name = defined[0] if defined else topic.text if topic else ""
         if not name or len(name.split()) > 5:
             continue  # only a defined term or a name is a topic to explain
-        points = _with_neighbours(s, sentences, kind, s.text)
+        head = normal_words(name).split()[-1].rstrip("s")
+        about = [x for x in sentences if x.passage is s.passage and x is not s and head in normal_words(x.text)]
+        points = [(s.text, s), *((x.text, x) for x in about[: 3 if kind == "long" else 1])]
         if len(points) < 2 and not loose:
-            continue
+            continue  # the passage says no more of it: nothing to explain
         return f"Explain {name}: what it is, how it works and why it matters.", "", [], None, points, "explain"
     return None
 
