@@ -32,6 +32,7 @@ from rag_generator.questions import term_pool, write_question
 from rag_generator.settings import GeneratorSettings
 
 log = logging.getLogger(__name__)
+_WRITE_FIRST = {"long": 0, "short": 1, "mcq": 2}
 
 
 def term_embedder(settings: GeneratorSettings) -> Embed | None:
@@ -196,12 +197,16 @@ async def write_items(
     to_write = sum(1 for item in retrieved.items if item.question is None)
     done = len(retrieved.items) if retrieved.round > 1 else 0
     total = done + to_write
-    out: list[AssessmentItem] = []
+    written: dict[int, AssessmentItem] = {}
     # Sentences the paper's questions rest on: no other question is drawn from them.
     taken = {normal_words(c.quote) for i in retrieved.items if i.question for c in i.question.citations}
-    for item in retrieved.items:
+    # Long answers choose their sentences first, then short ones, then MCQs (which can use any
+    # sentence with a term); the paper keeps the blueprint's order.
+    order = sorted(range(len(retrieved.items)), key=lambda i: _WRITE_FIRST[retrieved.items[i].spec.kind])
+    for position in order:
+        item = retrieved.items[position]
         if item.question is not None:
-            out.append(item)
+            written[position] = item
             continue
         started = time.perf_counter()
         question = None
@@ -216,8 +221,8 @@ async def write_items(
         if question is not None:
             metrics.questions.labels("generated").inc()
             taken.update(normal_words(c.quote) for c in question.citations)
-        out.append(item.model_copy(update={"question": question, "seconds": seconds}))
+        written[position] = item.model_copy(update={"question": question, "seconds": seconds})
         done += 1
         if progress is not None:
             await progress(done, total)
-    return out
+    return [written[i] for i in range(len(retrieved.items))]
