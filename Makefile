@@ -86,7 +86,7 @@ test-int: install model ## integration and end-to-end tests: a real nats-server,
 test-cluster: install model ## a three-node NATS cluster: stream leader killed, rolling restart, under load (~2 min)
 	$(PY) -m pytest -m cluster
 
-eval-assessments: install model ## 10 MCQ + 5 short + 2 long per shared eval corpus, without a model; writes reports/eval-assessments.json
+eval-assessments: install model ## 10 MCQ + 5 short + 2 long per shared eval corpus, 100 on samples/planted (no payload), without a model; writes reports/eval-assessments.json
 	$(PY) -m rag_scorecard.assessments $(EVAL_ARGS)
 
 eval: install model ## run DATASET (default samples/orbitly) through the system; writes reports/eval-<name>.json

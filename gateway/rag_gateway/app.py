@@ -25,7 +25,18 @@ from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
 from rag_common.wire import subjects
 from rag_gateway.access import AuthenticateBeforeBody, record_forbidden
 from rag_gateway.answers import AnswerHub
-from rag_gateway.api import assessments, audit, collections, documents, health, keys, openai, query, sessions
+from rag_gateway.api import (
+    assessment_edits,
+    assessments,
+    audit,
+    collections,
+    documents,
+    health,
+    keys,
+    openai,
+    query,
+    sessions,
+)
 from rag_gateway.api.web import install_web
 from rag_gateway.deps import Gateway, GatewayMetrics
 from rag_gateway.errors import BodyLimitMiddleware, RequestIdMiddleware, install_error_handlers
@@ -44,6 +55,7 @@ def build_broker(settings: GatewaySettings, telemetry: ServiceTelemetry, hub: An
 
     @broker.subscriber(subjects.answer_wildcard(settings.gateway_id))
     async def on_answer(msg: NatsMessage) -> None:
+        """This replica's answers: ``delta`` (AnswerDelta), ``final`` (QueryAnswered), ``error`` (AnswerError)."""
         hub.deliver(msg.raw_message.subject, msg.body)
 
     return broker
@@ -173,6 +185,7 @@ def create_app(settings: GatewaySettings, telemetry: ServiceTelemetry | None = N
     app.include_router(sessions.router)
     app.include_router(collections.router)
     app.include_router(assessments.router)
+    app.include_router(assessment_edits.router)
     app.include_router(keys.router)
     app.include_router(audit.router)
     app.include_router(openai.router)

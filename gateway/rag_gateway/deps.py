@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Gauge, Histogram
 
-from rag_common.store.answer_cache import hit_counter, invalidation_counter
+from rag_common.store.answer_cache import invalidation_counter
 from rag_common.store.assessments import AssessmentMetrics
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
@@ -24,7 +24,7 @@ UPLOAD_OUTCOMES = ("accepted", "unchanged", "rejected", "failed")
 QUERY_OUTCOMES = ("answered", "refused")
 QUERY_ROUTES = ("/v1/query", "/v1/query/stream", "/v1/chat/completions")
 # The stages that report themselves in an answer's timings_ms (plus "total", added here).
-QUERY_STAGES = ("cache", "router", "retriever", "generator", "llm", "evaluator", "total")
+QUERY_STAGES = ("router", "retriever", "generator", "llm", "evaluator", "total")
 
 
 class GatewayMetrics:
@@ -75,7 +75,6 @@ class GatewayMetrics:
         for stage in QUERY_STAGES:
             self.stage_ms.labels(stage)
         self.cache_invalidations = invalidation_counter(registry)
-        self.cache_hits = hit_counter(registry)
 
 
 @dataclass

@@ -13,7 +13,6 @@ from faststream.nats import NatsBroker
 from nats.js.object_store import ObjectStore
 from prometheus_client import Counter
 
-from rag_common.store.answer_cache import AnswerCache, open_answer_cache_bucket
 from rag_common.store.assessments import AssessmentStore
 from rag_common.store.buckets import open_assessments_bucket, open_buckets, open_document_index, open_sessions_bucket
 from rag_common.store.documents import StatusStore
@@ -35,7 +34,6 @@ class Resources:
     assessments: AssessmentStore
     profiles: ProfileBook  # the collections file, overridden by the admin API's bucket
     audit: AuditLog
-    answer_cache: AnswerCache | None  # None: RAG_ANSWER_CACHE is off
 
 
 async def open_resources(broker: NatsBroker, settings: GatewaySettings, invalidations: Counter) -> Resources:
@@ -43,9 +41,6 @@ async def open_resources(broker: NatsBroker, settings: GatewaySettings, invalida
     counts the answer-cache retirements the document index makes."""
     objects, kv = await open_buckets(broker, settings)
     index = await open_document_index(broker, settings, invalidations=invalidations)
-    answer_cache = None
-    if settings.answer_cache:
-        answer_cache = AnswerCache(await open_answer_cache_bucket(broker, settings, settings), settings, index)
     sessions_kv = await open_sessions_bucket(broker, settings, ttl_s=settings.session_ttl_s)
     keys = await open_key_store(broker, settings)
     assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
@@ -59,5 +54,4 @@ async def open_resources(broker: NatsBroker, settings: GatewaySettings, invalida
         assessments=assessments,
         profiles=ProfileBook(settings.collections_file, await open_profiles_bucket(broker, settings)),
         audit=AuditLog(js, settings),
-        answer_cache=answer_cache,
     )

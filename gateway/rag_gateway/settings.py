@@ -7,7 +7,6 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from rag_common.config.settings import ServiceSettings
-from rag_common.store.answer_cache import AnswerCacheSettings
 from rag_common.wire.messages import new_id
 
 ADMIN_KEY_MIN_CHARS = 32
@@ -22,7 +21,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class GatewaySettings(ServiceSettings, AnswerCacheSettings):
+class GatewaySettings(ServiceSettings):
     """Gateway settings; variables start with ``RAG_GATEWAY_``."""
 
     model_config = SettingsConfigDict(env_prefix="RAG_GATEWAY_", extra="ignore", populate_by_name=True)

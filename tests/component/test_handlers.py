@@ -131,20 +131,29 @@ def kept(answer: str) -> CachedAnswer:
     )
 
 
-async def test_the_retriever_sends_a_cached_answer_straight_to_the_gateway() -> None:
+async def test_the_retriever_hands_a_cached_answer_to_the_evaluator_which_sends_it_on() -> None:
     telemetry = setup_telemetry("retriever")
     broker, handlers = build_retriever(RetrieverSettings(metrics_port=0), telemetry)
     handlers.cache = cast(AnswerCache, KeptAnswer(kept("Rotate it in Settings [1].")))
     finals = caught(broker, subjects.answer_subject("gw", "r1", "final"), QueryAnswered)
     searched = caught(broker, subjects.QUERY_RETRIEVED, QueryRetrieved, QUERY_JSTREAM)
+    drafts = caught(broker, subjects.QUERY_DRAFTED, QueryDrafted, QUERY_JSTREAM)
     asked = query("r1", "How do I rotate an API key?", tenant="t1", stream=False)
     routed = QueryRouted(query=asked, route=Route(tier="fast"))
     async with TestNatsBroker(broker):
         # No search is loaded: a hit needs none (the question's vector is asked for only on a miss).
         await handlers.on_routed(routed)
     assert searched == []
+    assert finals == []  # every final answer comes from the evaluator
+    [drafted] = drafts
+    assert drafted.kept is not None
+    evaluator_broker, evaluator = build_evaluator(EvaluatorSettings(metrics_port=0), setup_telemetry("evaluator"))
+    finals = caught(evaluator_broker, subjects.answer_subject("gw", "r1", "final"), QueryAnswered)
+    async with TestNatsBroker(evaluator_broker):
+        await evaluator.on_drafted(drafted)
     [answered] = finals
     assert answered.cached
+    assert answered.evaluation == drafted.kept
     assert answered.draft.answer == "Rotate it in Settings [1]."
     assert answered.query.request_id == "r1"
     assert "retriever" in answered.timings_ms

@@ -110,8 +110,6 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
             exact = await replica.cache.lookup(query(request_id="r2"), no_model)
             assert exact.hit is not None
             assert exact.hit.draft.answer.startswith("The Business plan is $24")
-        assert await gateway.cache.verbatim(query(request_id="r3")) is not None
-        assert await gateway.cache.verbatim(query("how much does the business plan cost")) is None
 
         # A rephrasing: found through each replica's mirror, once the watch has brought the key.
         for replica in (one, two):
@@ -133,7 +131,6 @@ async def test_what_the_evaluator_keeps_every_replica_finds_and_an_index_change_
             assert after.hit is None
             assert after.key is not None
             assert after.key.version == version
-        assert await gateway.cache.verbatim(query(request_id="r5")) is None
 
 
 def _size_of(replica: Process) -> Callable[[], Awaitable[int]]:

@@ -12,7 +12,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rag_common.store.answer_cache import AnswerCache, served
 from rag_common.transport.publishing import JSON
 from rag_common.transport.telemetry import current_trace_id
 from rag_common.wire import subjects
@@ -135,8 +134,6 @@ async def submit(
             tenant=owner,
         )
     )
-    if await answered_from_cache(gateway, resources.answer_cache, message.query, pending):
-        return pending
     try:
         await publish_question(gateway, message)
     except Exception as exc:
@@ -145,32 +142,6 @@ async def submit(
     pending.question = message
     log.info("question %s queued for collection %s (client_request_id=%s)", rid, body.collection, label)
     return pending
-
-
-async def answered_from_cache(gateway: Gateway, cache: AnswerCache | None, query: Query, pending: Pending) -> bool:
-    """Answer a question asked before in these very words from the answer cache, without queuing
-    it: its answer (and, for a streaming caller, its text as one token event first) goes to
-    ``pending`` as the stages would send it. Not in a conversation with earlier turns; a cache that
-    cannot be read leaves the question to the stages (the retriever looks up again)."""
-    if cache is None or query.history or query.tenant is None:
-        return False
-    started = time.perf_counter()
-    try:
-        kept = await cache.verbatim(query)
-    except Exception as exc:
-        log.warning("answer cache lookup failed, question queued: %r", exc)
-        return False
-    if kept is None:
-        return False
-    answered = served(kept, query, {"cache": round((time.perf_counter() - started) * 1000, 3)})
-    if query.stream:
-        pending.queue.put_nowait(
-            AnswerDelta(request_id=query.request_id, attempt="cache", seq=0, text=answered.draft.answer)
-        )
-    pending.queue.put_nowait(answered)
-    pending.done = True
-    gateway.metrics.cache_hits.inc()
-    return True
 
 
 async def publish_question(gateway: Gateway, message: QueryRequested) -> None:
@@ -302,6 +273,7 @@ async def query_stream(
         yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
         return
     deadline = time.monotonic() + gateway.settings.query_timeout_s
+    streamed = False
     try:
         while True:
             try:
@@ -310,12 +282,15 @@ async def query_stream(
                 yield ServerSentEvent(event="error", data=stream_error(exc.status, exc.code, exc.message, rid, request))
                 return
             if isinstance(event, AnswerDelta):
+                streamed = True
                 yield ServerSentEvent(event="token", data={"text": event.text})
             elif isinstance(event, AnswerError):
                 error = stream_error(event.status, event.code, event.message, rid, request)
                 yield ServerSentEvent(event="error", data=error)
                 return
             else:
+                if event.cached and not streamed:  # a cached answer comes whole: its text as one token
+                    yield ServerSentEvent(event="token", data={"text": event.draft.answer})
                 await remember(resources.sessions, body, rid, event, owner)
                 yield ServerSentEvent(event="done", data=answer_body(event, started, gateway, request))
                 return

@@ -59,10 +59,62 @@
     return [c.source, c.section, c.page != null ? `p. ${c.page}` : ""].filter(Boolean).join(", ");
   }
 
+  // Where a question comes from, shown beside it: its own source field when it carries one, else
+  // its citations (file, section, page).
+  function sourceOf(q) {
+    const own = q.source;
+    if (own && typeof own === "object") return where(own);
+    if (typeof own === "string" && own) return own;
+    return [...new Set(q.citations.map(where))].join("; ");
+  }
+
+  let current = null; // the paper shown, for its edit buttons
+
+  // "Remove" and "Rewrite", named "Remove question 2" and "Rewrite question 2" for a screen reader.
+  function editButton(verb, number, action) {
+    const button = el("button", { type: "button", className: "secondary edit" }, verb,
+      el("span", { className: "visually-hidden", textContent: ` question ${number}` }));
+    button.addEventListener("click", () => action(number));
+    return button;
+  }
+
+  function editButtons(number) {
+    return el("div", { className: "edits" },
+      editButton("Remove", number, removeQuestion), editButton("Rewrite", number, rewriteQuestion));
+  }
+
+  function question(q, number) {
+    const li = el("li", { className: `question ${q.kind}` });
+    const head = el("div", { className: "head" }, el("p", { className: "stem", textContent: q.stem }));
+    const source = sourceOf(q);
+    if (source) head.append(el("p", { className: "where", textContent: `Source: ${source}` }));
+    li.append(head);
+    li.append(el("p", { className: "meta", textContent: `${q.kind} · ${q.bloom} · ${q.difficulty} · ${q.marks} mark${q.marks === 1 ? "" : "s"}` }));
+    if (q.options.length) {
+      // The key says so in words (read out too), not by its weight or colour alone.
+      li.append(el("ol", { className: "options" }, ...q.options.map((o, i) => i === q.answer_index
+        ? el("li", { className: "key" }, el("span", { textContent: o }), " ",
+          el("strong", { className: "key-mark", textContent: "(correct answer)" }))
+        : el("li", { textContent: o }))));
+    }
+    li.append(el("details", {}, el("summary", { textContent: "Answer and source" }),
+      el("p", { className: "answer", textContent: q.answer }),
+      ...q.citations.map((c) => el("p", { className: "source", textContent: `Source: ${where(c)}` }))));
+    li.append(editButtons(number));
+    return li;
+  }
+
   function showPaper(state) {
+    current = state;
     const n = state.questions.length;
-    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}`.trim();
+    const edits = state.edits || [];
+    // The summary is the paper as it was made; the teacher's changes since are listed below it.
+    const since = edits.length ? ` Since then: ${edits.length} change${edits.length === 1 ? "" : "s"} (below).` : "";
+    $("a-status").textContent = `Done: ${n} question${n === 1 ? "" : "s"}. ${state.summary || ""}${since}`.trim();
     $("a-progress").hidden = true;
+    const marks = state.questions.reduce((sum, q) => sum + q.marks, 0);
+    $("a-total").textContent = `Total: ${marks} mark${marks === 1 ? "" : "s"}`;
+    $("a-total").hidden = false;
     // What the paper lacks, per question type, in marks, and why each question is missing.
     const KINDS = { mcq: "multiple-choice", short: "short-answer", long: "long-answer" };
     $("a-shortfall").replaceChildren(...(state.shortfall || []).map((g) => el("li", {},
@@ -70,25 +122,55 @@
         `(${g.marks_missing} mark${g.marks_missing === 1 ? "" : "s"})` }),
       el("ul", {}, ...g.reasons.map((r) => el("li", { className: "why", textContent: r }))))));
     $("a-shortfall").hidden = !(state.shortfall || []).length;
-    const items = state.questions.map((q) => {
-      const li = el("li", { className: `question ${q.kind}` });
-      li.append(el("p", { className: "stem", textContent: q.stem }));
-      li.append(el("p", { className: "meta", textContent: `${q.kind} · ${q.bloom} · ${q.difficulty} · ${q.marks} marks` }));
-      if (q.options.length) {
-        li.append(el("ol", { className: "options" }, ...q.options.map((o, i) =>
-          el("li", { textContent: o, className: i === q.answer_index ? "key" : "" }))));
-      }
-      const details = el("details", {}, el("summary", { textContent: "Answer and source" }),
-        el("p", { className: "answer", textContent: q.answer }),
-        ...q.citations.map((c) => el("p", { className: "source", textContent: `Source: ${where(c)}` })));
-      li.append(details);
-      return li;
-    });
-    $("a-questions").replaceChildren(...items);
+    $("a-edits").replaceChildren(...edits.map((e) => el("li", { textContent: e })));
+    $("a-edits").hidden = !edits.length;
+    $("a-questions").replaceChildren(...state.questions.map((q, i) => question(q, i + 1)));
     for (const [id, format] of [["a-json", "json"], ["a-markdown", "markdown"], ["a-gift", "gift"], ["a-moodle", "moodle"]]) {
       $(id).href = `/v1/assessments/${state.id}/export?format=${format}`;
     }
     $("a-downloads").hidden = false;
+  }
+
+  function editing(on) {
+    for (const b of document.querySelectorAll("#a-questions button.edit")) b.disabled = on;
+    $("a-make").disabled = on;
+  }
+
+  function editFailed(body, response) {
+    const error = (body && body.error) || {};
+    $("a-error").textContent = `${error.message || `HTTP ${response.status}`} (request ${error.request_id || "?"})`;
+  }
+
+  async function removeQuestion(number) {
+    $("a-error").textContent = "";
+    editing(true);
+    try {
+      const response = await api(`/v1/assessments/${current.id}/questions/${number}`, { method: "DELETE" });
+      const body = await response.json();
+      if (!response.ok) { editFailed(body, response); return; }
+      showPaper(body);
+    } catch (exc) {
+      $("a-error").textContent = String(exc);
+    } finally {
+      editing(false);
+    }
+  }
+
+  async function rewriteQuestion(number) {
+    $("a-error").textContent = "";
+    editing(true);
+    try {
+      const response = await api(`/v1/assessments/${current.id}/questions/${number}/rewrite`, { method: "POST" });
+      const body = await response.json();
+      if (response.status !== 202) { editFailed(body, response); return; }
+      $("a-status").textContent = `Writing question ${number} again…`;
+      $("a-downloads").hidden = true; // the exports wait for the new question
+      await follow(body.id);
+    } catch (exc) {
+      $("a-error").textContent = String(exc);
+    } finally {
+      editing(false);
+    }
   }
 
   // Reads the assessment's event stream (fetch, so the API key can go in a header).
@@ -126,6 +208,9 @@
     $("a-questions").replaceChildren();
     $("a-shortfall").replaceChildren();
     $("a-shortfall").hidden = true;
+    $("a-edits").replaceChildren();
+    $("a-edits").hidden = true;
+    $("a-total").hidden = true;
     $("a-make").disabled = true;
     try {
       const response = await api("/v1/assessments", {

@@ -14,7 +14,6 @@ from rag_common.store.answer_cache import AnswerCache, open_answer_cache_bucket
 from rag_common.store.assessments import AssessmentStore
 from rag_common.store.buckets import open_assessments_bucket
 from rag_common.store.embedding import get_embedder
-from rag_common.store.profiles import ProfileBook, open_profiles_bucket
 from rag_common.transport.broker import make_broker
 from rag_common.transport.service import create_service
 from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
@@ -24,21 +23,17 @@ from rag_evaluator.settings import EvaluatorSettings
 log = logging.getLogger("rag.evaluator")
 
 
-def build_broker(
-    settings: EvaluatorSettings, telemetry: ServiceTelemetry, profiles: ProfileBook | None = None
-) -> tuple[NatsBroker, EvaluatorHandlers]:
-    """The broker with the evaluator's handlers subscribed; ``profiles``: where collection profiles
-    (terminology) are read (default: the collections file)."""
+def build_broker(settings: EvaluatorSettings, telemetry: ServiceTelemetry) -> tuple[NatsBroker, EvaluatorHandlers]:
+    """The broker with the evaluator's handlers subscribed."""
     broker = make_broker(settings, telemetry)
-    handlers = EvaluatorHandlers(settings, telemetry, broker, profiles or ProfileBook(settings.collections_file))
+    handlers = EvaluatorHandlers(settings, telemetry, broker)
     subscribe(broker, handlers)
     return broker, handlers
 
 
 def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None = None) -> FastStream:
     telemetry = telemetry or setup_telemetry("evaluator", settings=settings)
-    profiles = ProfileBook(settings.collections_file)
-    broker, handlers = build_broker(settings, telemetry, profiles)
+    broker, handlers = build_broker(settings, telemetry)
 
     async def load() -> None:
         check_collections_file(settings.collections_file)
@@ -55,7 +50,6 @@ def create_app(settings: EvaluatorSettings, telemetry: ServiceTelemetry | None =
         handlers.embed = embedder.embed_dense
 
     async def connected() -> None:
-        profiles.kv = await open_profiles_bucket(broker, settings)
         handlers.assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
         if settings.answer_cache:
             handlers.cache = AnswerCache(await open_answer_cache_bucket(broker, settings, settings), settings)

@@ -15,18 +15,19 @@ from faststream.nats import NatsBroker
 from opentelemetry.trace import Span, get_current_span
 from prometheus_client import Counter
 
+from rag_common.config.texts import collection_texts
 from rag_common.store.answer_cache import AnswerCache, kept_counter
 from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
-from rag_common.store.profiles import ProfileBook
 from rag_common.transport.consuming import register_query_stage
 from rag_common.transport.publishing import publish_answer, publish_assessment
 from rag_common.transport.service import register_ping
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
 from rag_common.wire.messages import FAILING_FLAGS, Evaluation, Flag, QueryAnswered, QueryDrafted
-from rag_common.wire.messages.assessment import AssessmentDrafted, AssessmentRejected, AssessmentState
+from rag_common.wire.messages.assessment import AssessmentDrafted, AssessmentItem, AssessmentRejected, AssessmentState
 from rag_evaluator.assessing import Embed, check_items, failed, finish, regenerate
 from rag_evaluator.checks import assess
+from rag_evaluator.rewriting import apply_rewrite
 from rag_evaluator.settings import EvaluatorSettings
 
 log = logging.getLogger("rag.evaluator")
@@ -71,13 +72,12 @@ def report_failures(drafted: QueryDrafted, evaluation: Evaluation, span: Span) -
 
 
 class EvaluatorHandlers:
-    """What the evaluator's handlers need: settings, telemetry, the broker they publish with, the
-    collection profiles (terminology), and what start-up opens or loads (see ``create_app``)."""
+    """What the evaluator's handlers need: settings, telemetry, the broker they publish with, and
+    what start-up opens or loads (see ``create_app``). The collection's profile (terminology) comes
+    with each drafted answer, as the router read it."""
 
-    def __init__(
-        self, settings: EvaluatorSettings, telemetry: ServiceTelemetry, broker: NatsBroker, profiles: ProfileBook
-    ) -> None:
-        self.settings, self.telemetry, self.broker, self.profiles = settings, telemetry, broker, profiles
+    def __init__(self, settings: EvaluatorSettings, telemetry: ServiceTelemetry, broker: NatsBroker) -> None:
+        self.settings, self.telemetry, self.broker = settings, telemetry, broker
         # Set at start-up, once connected (None until then, and where a test needs none of them):
         self.cache: AnswerCache | None = None  # with RAG_ANSWER_CACHE on
         self.assessments: AssessmentStore | None = None
@@ -94,9 +94,17 @@ class EvaluatorHandlers:
 
     async def on_drafted(self, drafted: QueryDrafted) -> None:
         """Flag the drafted answer, keep it in the answer cache when nothing is raised, and send the
-        final answer to the waiting gateway."""
+        final answer to the waiting gateway (the one sender of final answers). An answer served
+        from the cache goes on with the evaluation it was kept with."""
+        if drafted.kept is not None:
+            with self.telemetry.stage("evaluator") as timer:
+                answered = QueryAnswered.of(drafted, drafted.kept)
+            drafted.timings_ms["evaluator"] = timer.ms
+            await publish_answer(self.broker, answered)
+            return
         with self.telemetry.stage("evaluator") as timer:
-            profile = await self.profiles.lookup(drafted.query.collection)
+            # The file's profile when the router did not send one.
+            profile = drafted.profile or collection_texts(self.settings.collections_file, drafted.query.collection)
             evaluation = assess(drafted, profile.terminology)
             # On the message's own "process" span: no span of its own for a few milliseconds of checks.
             span = get_current_span()
@@ -135,6 +143,9 @@ class EvaluatorHandlers:
             items = await asyncio.to_thread(
                 check_items, drafted.items, self.embed, self.settings.near_duplicate_cosine, drafted.round
             )
+        if job.rewrite is not None:  # one question the teacher asked to write again: no second pass
+            await self.finish_rewrite(drafted, items, job.rewrite)
+            return
         to_redo = [item for item in items if failed(item)]
         fresh = [
             i for i in items if i.question is not None and i.question.validation.regenerated == (drafted.round > 1)
@@ -167,6 +178,20 @@ class EvaluatorHandlers:
             await jobs.update(job.id, done)
         log.info("assessment %s done: %d questions, %d dropped", job.id, len(items) - dropped, dropped)
 
+    async def finish_rewrite(self, drafted: AssessmentDrafted, items: list[AssessmentItem], index: int) -> None:
+        """The rewritten question into the stored paper, or the old one kept and why."""
+        job, jobs = drafted.assessment, self.assessments
+        self.assessment_metrics.assessments.labels("done").inc()
+        if jobs is None:
+            return
+        edits: list[str] = []
+
+        def rewritten(s: AssessmentState) -> None:
+            edits.append(apply_rewrite(s, items, index))
+
+        await jobs.update(job.id, rewritten)
+        log.info("assessment %s: %s", job.id, edits[0] if edits and edits[0] else "rewrite already finished")
+
 
 def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
     """The evaluator's subscriptions: its query stage, its readiness ping, its assessment stage."""
@@ -177,7 +202,6 @@ def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
         telemetry,
         subject=subjects.QUERY_DRAFTED,
         consumer=subjects.EVALUATOR_CONSUMER,
-        model=QueryDrafted,
         work=handlers.on_drafted,
     )
     register_ping(broker, "evaluator")
@@ -187,7 +211,6 @@ def subscribe(broker: NatsBroker, handlers: EvaluatorHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_DRAFTED,
         consumer=subjects.EVALUATOR_ASSESSMENT_CONSUMER,
-        model=AssessmentDrafted,
         work=handlers.on_assessment_drafted,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_common.text.injection import strip_spans
+from rag_common.text.injection import strip_spans, withhold_planted_headings
 from rag_common.text.quotable import candidate_sentences
 from rag_common.text.term_shape import shape_mismatch
 from rag_common.text.words import normal_words
@@ -165,6 +165,8 @@ def marked_text(question: Question, passages: Sequence[Passage]) -> Passage | No
     """
     texts = [question.stem, question.answer, *(c.quote for c in question.citations)]
     for passage in passages:
+        if _repeats_planted_heading([*texts, *(c.section for c in question.citations)], passage):
+            return passage
         if not passage.injection_spans:
             continue
         elsewhere = f" {normal_words(strip_spans(passage.text, passage.injection_spans))} "
@@ -181,6 +183,20 @@ def marked_text(question: Question, passages: Sequence[Passage]) -> Passage | No
     return None
 
 
+def _repeats_planted_heading(texts: Sequence[str], passage: Passage) -> bool:
+    """Whether a text repeats a heading of the passage's section path that reads as a planted
+    instruction (a heading is not chunk text: ingest's spans do not cover it)."""
+    kept = set(withhold_planted_headings(passage.section).split(" > "))
+    for heading in passage.section.split(" > "):
+        words = normal_words(heading).split()
+        run = min(MARKED_RUN_WORDS, len(words))
+        if heading in kept or not run:
+            continue
+        if any(_shares_run(normal_words(text).split(), words, run) for text in texts):
+            return True
+    return False
+
+
 def _shares_run(words: list[str], span: list[str], run: int) -> bool:
     grams = {tuple(span[i : i + run]) for i in range(len(span) - run + 1)}
     return any(tuple(words[i : i + run]) in grams for i in range(len(words) - run + 1))
@@ -194,7 +210,10 @@ def withheld(question: Question) -> Question:
             "stem": WITHHELD,
             "options": [WITHHELD for _ in question.options],
             "answer": WITHHELD,
-            "citations": [c.model_copy(update={"quote": WITHHELD}) for c in question.citations],
+            "citations": [
+                c.model_copy(update={"quote": WITHHELD, "section": withhold_planted_headings(c.section)})
+                for c in question.citations
+            ],
         }
     )
 
@@ -235,6 +254,7 @@ def validate(
     planted = marked_text(question, passages)
     checks["no_marked_text"] = planted is None
     if planted is not None:
-        where = f"{planted.source} ({planted.section})" if planted.section else planted.source
+        section = withhold_planted_headings(planted.section)
+        where = f"{planted.source} ({section})" if section else planted.source
         reasons.append(f"it repeats text that ingest marked as planted instructions in {where}")
     return Validation(valid=all(checks.values()), checks=checks, reasons=reasons)

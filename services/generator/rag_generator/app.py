@@ -13,7 +13,6 @@ from rag_common.config.texts import check_collections_file
 from rag_common.store.assessments import AssessmentStore
 from rag_common.store.buckets import open_assessments_bucket
 from rag_common.store.embedding import get_embedder
-from rag_common.store.profiles import open_profiles_bucket
 from rag_common.transport.broker import make_broker
 from rag_common.transport.service import create_service
 from rag_common.transport.telemetry import ServiceTelemetry, setup_telemetry
@@ -37,7 +36,6 @@ def create_app(settings: GeneratorSettings, telemetry: ServiceTelemetry | None =
     generator = handlers.generator
 
     async def connected() -> None:
-        generator.profiles.kv = await open_profiles_bucket(broker, settings)
         handlers.assessments = AssessmentStore(await open_assessments_bucket(broker, settings))
 
     async def load() -> None:

@@ -38,7 +38,11 @@ _VALUE_NOUNS = (
     r"name of the|syntax|format|extension|config|configuration|default"
 )
 _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
-    (AnswerType.COMPARISON, re.compile(r"\b(difference|differ|compare|compared|comparison|versus|vs\.?)\b")),
+    # Not "compare-and-set", a name for one operation.
+    (
+        AnswerType.COMPARISON,
+        re.compile(r"(?<![\w-])(difference|differ|compare|compared|comparison|versus|vs\.?)(?![\w-])"),
+    ),
     (
         AnswerType.STEPS,
         re.compile(
@@ -53,6 +57,9 @@ _RULES: tuple[tuple[AnswerType, re.Pattern[str]], ...] = (
             r"\bhow (much|many|long|often|big|large|soon|fast|old|frequently)\b"
             r"|\b(price|prices|cost|costs|fee|fees|limit|limits|maximum|minimum|max|min|rate|percentage|"
             r"number of|amount|duration|size|uptime|quota)\b"
+            # "What's the most historical values a bucket keeps?", "what's the largest payload?": a limit
+            r"|\bwhat(?:'s| is) the (most(?! (common|popular|important|likely|recent|used|useful|secure)\b)|"
+            r"largest|biggest|highest|longest|smallest|fewest|least|lowest|shortest)\b"
         ),
     ),
     (AnswerType.DATE, re.compile(r"^when\b|\b(what|which) (date|day|year|month|time)\b|\bdeadline\b")),

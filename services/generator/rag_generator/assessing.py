@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_common.store.assessments import AssessmentMetrics
-from rag_common.text.injection import strip_spans
+from rag_common.text.injection import strip_spans, withhold_planted_headings
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
@@ -179,6 +179,17 @@ async def model_question(
     return parse_model_question(spec, passages, text, model)
 
 
+def readable(passages: Sequence[Passage]) -> list[Passage]:
+    """The passages as a question may draw on them: a heading that reads as a planted instruction is
+    withheld from the section path (ingest's spans cover the text, not the headings), so no stem,
+    model prompt or citation names it."""
+    out = []
+    for passage in passages:
+        section = withhold_planted_headings(passage.section)
+        out.append(passage if section == passage.section else passage.model_copy(update={"section": section}))
+    return out
+
+
 async def write_items(
     settings: GeneratorSettings,
     retrieved: AssessmentRetrieved,
@@ -210,11 +221,12 @@ async def write_items(
             continue
         started = time.perf_counter()
         question = None
+        passages = readable(item.passages)
         if model and not item.rejected:
-            question = await model_question(settings, model, item.spec, item.passages)
+            question = await model_question(settings, model, item.spec, passages)
         if question is None:
             question = await asyncio.to_thread(
-                write_question, item.spec, item.passages, pool, seed, item.rejected, embed, taken
+                write_question, item.spec, passages, pool, seed, item.rejected, embed, taken
             )
         seconds = time.perf_counter() - started
         metrics.question_seconds.labels(item.spec.kind).observe(seconds)

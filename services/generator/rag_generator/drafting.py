@@ -12,8 +12,7 @@ from functools import partial
 from faststream.nats import NatsBroker
 from prometheus_client import Counter, Histogram
 
-from rag_common.config.texts import with_contact
-from rag_common.store.profiles import ProfileBook
+from rag_common.config.texts import CollectionTexts, collection_texts, with_contact
 from rag_common.text.citations import cited_numbers
 from rag_common.text.conflicts import find_conflicts
 from rag_common.text.injection import check_output, strip_spans
@@ -21,10 +20,11 @@ from rag_common.transport.publishing import publish_delta
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire.messages import AnswerDelta, Draft, Query, QueryDrafted, QueryRetrieved, Usage, new_id
 from rag_generator.citations import citations_for, is_refusal
-from rag_generator.extractive import ExtractiveReply, SentenceScorer, extractive_reply
+from rag_generator.extractive import ExtractiveReply, extractive_reply
 from rag_generator.guard import StreamGuard
 from rag_generator.llm import StopStream, stream_completion
 from rag_generator.prompting import build_messages, new_salt
+from rag_generator.relevance import SentenceScorer
 from rag_generator.settings import GeneratorSettings
 
 EXTRACTIVE = "extractive"
@@ -133,9 +133,6 @@ class Generator:
         self.broker = broker
         self.telemetry = telemetry
         self.on_delta = on_delta
-        # The collection's profile (file, then the admin API's override) for its refusal; the
-        # override bucket is opened at start-up (until then, and in tests without NATS: the file).
-        self.profiles = ProfileBook(settings.collections_file)
         # The embedding model ranks extractive sentences without stored scores; set at start-up (None: not loaded).
         self.scorer: SentenceScorer | None = None
         self.llm_metrics = LLMMetrics(telemetry, settings.configured_models())
@@ -144,6 +141,13 @@ class Generator:
             "extractive answers whose sentences the embedding model scored (no stored similarities)",
             registry=telemetry.registry,
         )
+
+    def profile_of(self, retrieved: QueryRetrieved) -> CollectionTexts:
+        """The collection's profile for its refusal, as the router read it (file, then the admin API's
+        override); the file's when the router did not send one."""
+        if retrieved.profile is not None:
+            return retrieved.profile
+        return collection_texts(self.settings.collections_file, retrieved.query.collection)
 
     def _model_scorer(self) -> SentenceScorer | None:
         """The model, counted, when the settings let it rank sentences (else words or stored scores alone)."""
@@ -192,7 +196,7 @@ class Generator:
 
         route = retrieved.route
         usage = Usage()
-        texts = await self.profiles.lookup(query.collection)
+        texts = self.profile_of(retrieved)
         refusal = with_contact(texts.refusal, texts)  # the support contact, said in every refusal
         refused, reason = retrieval.refused, retrieval.refusal_reason
         suspicions = list(retrieved.suspicions)
@@ -219,7 +223,9 @@ class Generator:
             else:
                 question = retrieval.rewritten_question or query.question
                 salt = new_salt()
-                messages = build_messages(question, retrieval.passages, salt, query.selected_text, refusal)
+                messages = build_messages(
+                    question, retrieval.passages, salt, query.selected_text, refusal, retrieved.selection_spans
+                )
                 system_prompt = messages[0]["content"]
                 guard = StreamGuard(salt, system_prompt.replace(refusal, " "))
 
@@ -284,6 +290,7 @@ class Generator:
             route=route,
             suspicions=suspicions,
             timings_ms=retrieved.timings_ms,
+            profile=retrieved.profile,
             # The sentence scores were for this stage only: the next hops need not carry them.
             retrieval=retrieval.model_copy(update={"sentence_scores": {}}) if retrieval.sentence_scores else retrieval,
             draft=draft,

@@ -75,7 +75,6 @@ def subscribe(broker: NatsBroker, handlers: GeneratorHandlers) -> None:
         telemetry,
         subject=subjects.QUERY_RETRIEVED,
         consumer=subjects.GENERATOR_CONSUMER,
-        model=QueryRetrieved,
         work=handlers.on_retrieved,
     )
     register_ping(broker, "generator", handlers.check)
@@ -85,7 +84,6 @@ def subscribe(broker: NatsBroker, handlers: GeneratorHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_RETRIEVED,
         consumer=subjects.GENERATOR_ASSESSMENT_CONSUMER,
-        model=AssessmentRetrieved,
         work=handlers.on_assessment_retrieved,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,

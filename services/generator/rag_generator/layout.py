@@ -21,6 +21,13 @@ from rag_common.text.quotable import KIND_CODE, KIND_ITEM, KIND_ROW, KIND_SENTEN
 
 MAX_BLOCK_LINES = 8  # lines of one code block quoted together: a command and what it prints
 MAX_LIST_ITEMS = 8
+# A sentence that only presents the example after it ("Here's an example minimal file that ...",
+# "... as follows."): without its block it says nothing.
+_PRESENTS = re.compile(
+    r"^(here(?:'s| is| are)|the following|below is|for (?:example|instance)|an example)\b"
+    r"|\b(as follows|the following|below|like this|like so)[.:]?$",
+    re.IGNORECASE,
+)
 _OPENER = {'"': '"', "”": "“", "’": "‘", "'": "'", ")": "(", "]": "["}
 
 
@@ -56,7 +63,12 @@ def following(unit: Candidate, candidates: Sequence[Candidate], kind: str, limit
 
 
 def with_blocks(
-    units: Sequence[Candidate], candidates: Sequence[Candidate], *, code: bool, whole_code: bool
+    units: Sequence[Candidate],
+    candidates: Sequence[Candidate],
+    *,
+    code: bool,
+    whole_code: bool,
+    every: Sequence[Candidate] = (),
 ) -> list[Candidate]:
     """The chosen units, each with the block that makes it whole.
 
@@ -65,15 +77,21 @@ def with_blocks(
     A sentence that leads into a code block (the next unit of its passage) brings the block when
     ``code`` (the question asks for a command, a value or steps); a unit that ends on a colon
     brings the list or block it introduces, or is left out: an answer never stops on "... consists
-    of three parts:".
+    of three parts:". Nor on a sentence that only presents the block after it ("Here's an example
+    file ...") when the block is not quoted (``every``: the passages' units, code included, when
+    ``candidates`` leaves code out).
     """
     result: list[Candidate] = []
+    presenting: list[Candidate] = []
     for unit in units:
         if unit in result:
             continue
         group = [unit]
         if unit.kind == KIND_CODE:
             group = block_of(unit, candidates, KIND_CODE, MAX_BLOCK_LINES) if whole_code else [unit]
+        elif not code and _PRESENTS.search(unit.text.strip()) and following(unit, every or candidates, KIND_CODE, 1):
+            presenting.append(unit)
+            continue
         elif code or unit.text.rstrip().endswith(":"):
             block = following(unit, candidates, KIND_CODE, MAX_BLOCK_LINES) if code else []
             if not block and unit.text.rstrip().endswith(":"):
@@ -82,7 +100,7 @@ def with_blocks(
                 continue
             group = [unit, *block]
         result.extend(c for c in group if c not in result)
-    return result
+    return result or presenting
 
 
 def cite(text: str, numbers: Sequence[int]) -> str:

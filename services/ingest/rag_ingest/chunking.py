@@ -100,6 +100,10 @@ def chunk_blocks(
             if tokens <= max_tokens:
                 drafts[-1] = _Draft(packed, path, page, kind, tokens)
                 continue
+        if last and kind != "faq" and last.kind != "faq" and (last.path, last.page) == (path, page):
+            carried = _carry_lead_in(last, text, kind, count_tokens, max_tokens, max_chars)
+            if carried is not None:
+                drafts[-1], text = carried
         tokens = count_tokens(text) if len(text) <= max_chars else max_tokens + 1
         if len(text) <= max_chars and (kind == "faq" or tokens <= max_tokens):
             drafts.append(_Draft(text, path, page, kind, tokens))
@@ -123,6 +127,25 @@ def chunk_blocks(
         )
         for index, draft in enumerate(drafts)
     ]
+
+
+def _carry_lead_in(
+    last: _Draft, text: str, kind: str, count_tokens: TokenCounter, max_tokens: int, max_chars: int
+) -> tuple[_Draft, str] | None:
+    """``last`` without its closing lead-in ("... we can purge all the data out:"), and ``text``
+    with it in front, when a chunk would otherwise end on a colon whose block opens the next one:
+    a lead-in retrieved without its command or list answers nothing, and its block retrieved
+    without the lead-in does not say what it is for. None when ``last`` is only that paragraph or
+    the two together do not fit in a chunk."""
+    head, sep, lead = last.text.rpartition("\n\n")
+    lead = lead.strip()
+    if not sep or not head.strip() or not lead.endswith(":") or lead.startswith(("```", "|")):
+        return None
+    joined = lead + _separator(kind, kind) + text
+    if len(joined) > max_chars or count_tokens(joined) > max_tokens:
+        return None
+    kept = head.rstrip()
+    return _Draft(kept, last.path, last.page, last.kind, count_tokens(kept)), joined
 
 
 def _separator(first_kind: str, second_kind: str) -> str:

@@ -173,6 +173,7 @@ class Ingestor:
                 self._locks.pop(document_id, None)
 
     async def delete(self, request: DeleteRequested) -> None:
+        """Remove a document's chunks, status record and bytes, unless a newer upload replaced it."""
         current = await self.status.get(request.document_id)
         if current is not None and current.status != "deleting":
             # An upload accepted after the delete request replaced the document: its version stays.
@@ -244,7 +245,6 @@ def subscribe(broker: NatsBroker, ingestor: Ingestor) -> None:
         stream=INGEST_JSTREAM,
         area="ingest",
         stage="requested",
-        model=IngestRequested,
         work=ingestor.ingest,
         ack_wait=settings.ack_wait_s,
         on_failure=ingestor.failed,
@@ -258,7 +258,6 @@ def subscribe(broker: NatsBroker, ingestor: Ingestor) -> None:
         stream=INGEST_JSTREAM,
         area="ingest",
         stage="delete",
-        model=DeleteRequested,
         work=ingestor.delete,
         ack_wait=60.0,
         on_failure=ingestor.failed,

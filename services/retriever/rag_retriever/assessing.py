@@ -29,6 +29,7 @@ from rag_retriever.assessment import (
     topic_query,
 )
 from rag_retriever.search import Retriever
+from rag_retriever.selection import marked_spans
 from rag_retriever.settings import AssessmentRecipeSettings
 from rag_retriever.units import Section, document_titles, in_unit, sections_of, unit_candidates
 
@@ -192,5 +193,15 @@ def _passage(n: int, c: Scored) -> Passage:
         text=str(p.get("text", "")),
         document_id=str(p.get("document_id", "")),
         kind=p.get("kind", "text"),
-        injection_spans=[tuple(span) for span in p.get("injection_spans") or []],
+        injection_spans=marked_spans(p),
     )
+
+
+def assessment_foils(retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment) -> list[Passage]:
+    """Foils for a pass that came without them (a question the teacher asked to write again)."""
+    s, blueprint = recipe_settings, job.blueprint
+    chunks, _ = _collection_chunks(retriever, s, blueprint.collection)
+    return [
+        _passage(n, Scored(key=("", 0), score=0.0, payload=c))
+        for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
+    ]

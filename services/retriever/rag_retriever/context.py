@@ -85,26 +85,33 @@ def expand(
 
     ``skip`` holds chunk indexes shown elsewhere already (another passage of the same document),
     which are not repeated. The payload gains ``chunk_span`` (first and last chunk index joined).
+    When a joined chunk was stored without marks (indexed before ingest marked chunks), the joined
+    payload has none either, so the retriever marks the joined text (``selection.marked_spans``).
     """
     p = hit.payload
     doc, index = str(p.get("document_id", "")), int(p.get("chunk_index", 0))
     text, spans = str(p.get("text", "")), _spans(p)
+    marked = "injection_spans" in p
     first = last = index
     for step in range(1, radius + 1):
         before = chunks.get((doc, index - step))
         if before is None or index - step in skip or not same_unit(before, p) or first != index - step + 1:
             break
         text, spans = join(str(before.get("text", "")), _spans(before), text, spans)
+        marked = marked and "injection_spans" in before
         first = index - step
     for step in range(1, radius + 1):
         after = chunks.get((doc, index + step))
         if after is None or index + step in skip or not same_unit(after, p) or last != index + step - 1:
             break
         text, spans = join(text, spans, str(after.get("text", "")), _spans(after))
+        marked = marked and "injection_spans" in after
         last = index + step
     if first == last:
         return hit
     payload = {**p, "text": text, "injection_spans": [list(s) for s in spans], "chunk_span": [first, last]}
+    if not marked:
+        del payload["injection_spans"]
     return replace(hit, payload=payload)
 
 

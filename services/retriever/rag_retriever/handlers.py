@@ -1,5 +1,6 @@
 """The retriever's handlers: a routed question in, the passages found (``rag_retriever.search``) or a
-cached answer out; an assessment in, passages for its questions (``rag_retriever.assessing``) out.
+cached answer (for the evaluator to send on) out; an assessment in, passages for its questions
+(``rag_retriever.assessing``) out.
 
 A class whose methods FastStream calls (``subscribe`` says on which subject and consumer), so a
 test can call a handler directly with a message and see what it published.
@@ -19,13 +20,13 @@ from rag_common.store.answer_cache import AnswerCache, Lookup, hit_counter, miss
 from rag_common.store.assessments import AssessmentMetrics, AssessmentStore, in_stage, register_assessment_stage
 from rag_common.store.embedding import SparseVector
 from rag_common.transport.consuming import register_query_stage
-from rag_common.transport.publishing import publish_answer, publish_assessment, publish_delta, publish_stage
+from rag_common.transport.publishing import publish_assessment, publish_stage
 from rag_common.transport.service import register_ping
 from rag_common.transport.telemetry import ServiceTelemetry
 from rag_common.wire import subjects
-from rag_common.wire.messages import AnswerDelta, QueryAnswered, QueryRouted
+from rag_common.wire.messages import QueryRouted
 from rag_common.wire.messages.assessment import AssessmentRejected, AssessmentRequested, AssessmentRetrieved
-from rag_retriever.assessing import assessment_items, regeneration_items
+from rag_retriever.assessing import assessment_foils, assessment_items, regeneration_items
 from rag_retriever.rewriting import rewrite
 from rag_retriever.search import Retriever, search_text
 from rag_retriever.settings import AssessmentRecipeSettings, RetrieverSettings
@@ -53,16 +54,6 @@ async def look_up(
         log.warning("answer cache lookup failed, answering without it: %r", exc)
         lookup = None
     return lookup, embedded[0] if embedded else None
-
-
-async def send_cached(broker: NatsBroker, answered: QueryAnswered) -> None:
-    """A cached answer straight to the waiting gateway, the later stages skipped; a streaming
-    caller gets its text as one token event first, as it gets the generator's."""
-    query = answered.query
-    if query.stream:
-        delta = AnswerDelta(request_id=query.request_id, attempt="cache", seq=0, text=answered.draft.answer)
-        await publish_delta(broker, query, delta)
-    await publish_answer(broker, answered)
 
 
 class RetrieverHandlers:
@@ -97,7 +88,8 @@ class RetrieverHandlers:
         return self.search.embed_text(text)
 
     async def on_routed(self, routed: QueryRouted) -> None:
-        """Answer from the cache when it holds the question, else search and hand the passages on."""
+        """Hand the evaluator the cached answer when the cache holds the question (the generator
+        skipped), else search and hand the passages to the generator."""
         settings, telemetry, cache = self.settings, self.telemetry, self.cache
         lookup: Lookup | None = None
         embedded: Embedded | None = None
@@ -113,8 +105,8 @@ class RetrieverHandlers:
                     )
         if lookup is not None and lookup.hit is not None:
             self.hits.inc()
-            answered = served(lookup.hit, routed.query, {**routed.timings_ms, "retriever": timer.ms})
-            await send_cached(self.broker, answered)
+            drafted = served(lookup.hit, routed, {**routed.timings_ms, "retriever": timer.ms})
+            await publish_stage(self.broker, drafted, subjects.QUERY_DRAFTED)
             return
         if lookup is not None:
             self.misses.inc()
@@ -142,11 +134,12 @@ class RetrieverHandlers:
         await publish_assessment(self.broker, retrieved, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:1")
 
     async def on_assessment_rejected(self, rejected: AssessmentRejected) -> None:
-        """Passages of another section for each question the evaluator sent back."""
+        """Passages of another section for each question the evaluator (or the teacher) sent back."""
         job = rejected.assessment
         with self.telemetry.tracer.start_as_current_span("assessment_retrieval"):
             items = await asyncio.to_thread(regeneration_items, self.search, self.recipe, job, rejected.items)
-        again = AssessmentRetrieved(assessment=job, items=items, foils=rejected.foils, round=rejected.round)
+            foils = rejected.foils or await asyncio.to_thread(assessment_foils, self.search, self.recipe, job)
+        again = AssessmentRetrieved(assessment=job, items=items, foils=foils, round=rejected.round)
         message_id = f"{job.id}:retrieved:{rejected.round}"
         await publish_assessment(self.broker, again, subjects.ASSESSMENT_RETRIEVED, message_id)
 
@@ -160,7 +153,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.QUERY_ROUTED,
         consumer=subjects.RETRIEVER_CONSUMER,
-        model=QueryRouted,
         work=handlers.on_routed,
     )
     register_assessment_stage(
@@ -169,7 +161,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_REQUESTED,
         consumer=subjects.RETRIEVER_ASSESSMENT_CONSUMER,
-        model=AssessmentRequested,
         work=handlers.on_assessment_requested,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,
@@ -180,7 +171,6 @@ def subscribe(broker: NatsBroker, handlers: RetrieverHandlers) -> None:
         telemetry,
         subject=subjects.ASSESSMENT_REJECTED,
         consumer=subjects.RETRIEVER_REJECTED_CONSUMER,
-        model=AssessmentRejected,
         work=handlers.on_assessment_rejected,
         store=handlers.assessment_store,
         metrics=handlers.assessment_metrics,

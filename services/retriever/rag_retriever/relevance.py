@@ -16,7 +16,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag_common.text.words import INDEX_STOP_WORDS, QUESTION_WORDS, REQUEST_WORDS, STOP_WORDS, names, stem, tokens
+from wordfreq import zipf_frequency
+
+from rag_common.text.words import (
+    INDEX_STOP_WORDS,
+    QUESTION_WORDS,
+    REQUEST_WORDS,
+    STOP_WORDS,
+    content_words,
+    names,
+    stem,
+    tokens,
+)
 
 # Questions no team's documents answer; their best scores in a collection are its noise floor.
 OFF_TOPIC_PROBES = (
@@ -185,3 +196,36 @@ def unknown_names_reason(unknown: Sequence[str]) -> str | None:
     if strong or len(unknown) >= 2:
         return f"the documents never mention {', '.join(unknown)}"
     return None
+
+
+# A word rarer than this in general English (wordfreq's Zipf scale: 3 is once per million words;
+# "systemd" 2.2, "stapling" 2.2, "ldap" 2.2, against "laptop" 4.2 and "probe" 4.0) names a
+# technical thing: a question that turns on one the whole collection never writes asks about
+# something its documents do not cover ("a systemd unit file for nats-server").
+RARE_ZIPF = 3.0
+MIN_RARE_LETTERS = 4
+
+
+def absent_rare_words(question: str, texts: Sequence[str]) -> list[str]:
+    """The question's rare words (``RARE_ZIPF``) that none of ``texts`` holds in any form: not as
+    written, not by stem, and not as a likely misspelling of one of their words ("servises")."""
+    joined = " ".join(texts).lower()
+    held = set(re.findall(r"[a-z][a-z0-9]*", joined))
+    stems = {stem(w) for w in held}
+    rare: list[str] = []
+    for word in dict.fromkeys(w.lower() for w in content_words(question)):
+        parts = [x for x in re.split(r"[-_./']", word) if x]
+        if len(word) < MIN_RARE_LETTERS or any(c.isdigit() for c in word) or zipf_frequency(word, "en") >= RARE_ZIPF:
+            continue
+        if word in joined or all(x in held or stem(x) in stems for x in parts):
+            continue
+        # A misspelling ("servises", "hearin"), not a held word with more to it ("systemd").
+        if any(not word.startswith(c) for c in difflib.get_close_matches(word, held, n=3, cutoff=TYPO_SIMILARITY)):
+            continue
+        rare.append(word)
+    return rare
+
+
+def unknown_words_reason(unknown: Sequence[str]) -> str | None:
+    """Why a question turning on rare words the collection never writes is refused (None: it is not)."""
+    return f"the documents never mention {', '.join(unknown)}" if unknown else None

@@ -33,9 +33,11 @@ from rag_retriever.relevance import (
     OFF_TOPIC_PROBES,
     Calibration,
     absent_names,
+    absent_rare_words,
     calibrate,
     judge,
     unknown_names_reason,
+    unknown_words_reason,
 )
 from rag_retriever.rerank import Reranker, make_reranker
 from rag_retriever.selection import Selection, diversify, escalate, to_passages
@@ -198,7 +200,13 @@ class Retriever:
             texts = [f"{x.source} {x.section} {x.text}" for x in p.passages]
             absent = absent_names(p.question, texts)
             unknown = [n for n in absent if not self.mentions(p.collection, n, p.filters)]
-            if reason := unknown_names_reason(unknown):
+            looked_up = {n.lower(): n in unknown for n in absent}
+            rare = [
+                w
+                for w in absent_rare_words(p.question, texts)
+                if looked_up.get(w, not self.mentions(p.collection, w, p.filters))
+            ]
+            if reason := unknown_names_reason(unknown) or unknown_words_reason(rare):
                 selection = Selection(passages=p.passages, refused=True, reason=reason)
         if not p.passages and selection.reason is None:
             selection = Selection(passages=p.passages, refused=True, reason="the collection has no passages")
@@ -388,7 +396,13 @@ class Retriever:
             sentence_scores=p.sentence_scores,
         )
         return QueryRetrieved(
-            query=query, route=p.route, suspicions=routed.suspicions, timings_ms=routed.timings_ms, retrieval=retrieval
+            query=query,
+            route=p.route,
+            suspicions=routed.suspicions,
+            timings_ms=routed.timings_ms,
+            retrieval=retrieval,
+            profile=routed.profile,
+            selection_spans=routed.selection_spans,
         )
 
 

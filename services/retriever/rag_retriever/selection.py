@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_common.store.contract import Hit
+from rag_common.text.injection import find_instruction_spans
 from rag_common.wire.messages import ChunkPayload, Passage, Route
 
 REFUSAL_REASON = "no passage is similar enough to the question"
@@ -35,12 +37,28 @@ def diversify(hits: Sequence[Hit], limit: int) -> list[Hit]:
     return (first + rest)[:limit]
 
 
+def marked_spans(payload: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """The instruction-like spans of a stored chunk, as ingest marked them.
+
+    Ingest runs the injection rules once per chunk and stores what they found (an empty list when
+    nothing), so no stage runs them on a passage again. A chunk without the field was indexed
+    before ingest marked chunks: the rules run on it here, once per question that retrieves it,
+    until the document is indexed again.
+    """
+    if "injection_spans" in payload:
+        return [(int(a), int(b)) for a, b in payload["injection_spans"] or []]
+    return [(span.start, span.end) for span in find_instruction_spans(str(payload.get("text", "")))]
+
+
 def to_passages(hits: Sequence[Hit]) -> list[Passage]:
-    """Number hits 1..n in rank order, keeping where each came from."""
-    return [
-        Passage.from_chunk(i, ChunkPayload.model_validate(h.payload), score=h.score, similarity=h.similarity)
-        for i, h in enumerate(hits, start=1)
-    ]
+    """Number hits 1..n in rank order, keeping where each came from and what ingest marked in it."""
+    passages = []
+    for i, h in enumerate(hits, start=1):
+        chunk = ChunkPayload.model_validate(h.payload)
+        if "injection_spans" not in h.payload:
+            chunk.injection_spans = marked_spans(h.payload)
+        passages.append(Passage.from_chunk(i, chunk, score=h.score, similarity=h.similarity))
+    return passages
 
 
 def select(hits: Sequence[Hit], min_similarity: float) -> Selection:

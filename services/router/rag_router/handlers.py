@@ -40,7 +40,8 @@ class RouterHandlers:
 
     async def on_requested(self, requested: QueryRequested) -> None:
         """Route the question: to retrieval with its tier, or straight to the evaluator as a drafted
-        answer (a greeting, or a refused injection attempt)."""
+        answer (a greeting, or a refused injection attempt). The collection's profile is read here,
+        once per question; the decision carries it to the later stages."""
         with self.telemetry.stage("router") as timer:
             texts = await self.profiles.lookup(requested.query.collection)
             decision = decide(requested.query, self.settings, texts)
@@ -60,7 +61,6 @@ def subscribe(broker: NatsBroker, handlers: RouterHandlers) -> None:
         handlers.telemetry,
         subject=subjects.QUERY_REQUESTED,
         consumer=subjects.ROUTER_CONSUMER,
-        model=QueryRequested,
         work=handlers.on_requested,
     )
     register_ping(broker, "router")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from rag_common.config.texts import CollectionTexts, blocked_reply, collection_texts
-from rag_common.text.injection import QuestionVerdict, screen_question
+from rag_common.text.injection import QuestionVerdict, find_instruction_spans, screen_question
 from rag_common.wire.messages import Draft, Query, QueryDrafted, QueryRouted, Route
 from rag_router.scoring import is_greeting, score_query
 from rag_router.settings import RouterSettings
@@ -33,12 +33,14 @@ def blocked(query: Query, verdict: QuestionVerdict, texts: CollectionTexts) -> Q
         route=route,
         draft=Draft(answer=reply, model="canned", refused=True, refusal_reason=f"injection suspected: {kinds}"),
         suspicions=[f"question: {kinds}"],
+        profile=texts,
     )
 
 
 def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None = None) -> QueryRouted | QueryDrafted:
     """The routing decision for one question (pure): a refusal, a canned reply or a scored tier.
-    ``texts``: the collection's effective profile (``ProfileBook``); without it, the file's.
+    ``texts``: the collection's effective profile (``ProfileBook``); without it, the file's. The
+    decision carries it (``StageMessage.profile``): no later stage reads the profile again.
 
     A question that carries an attack beside a real request goes on with the request alone: the
     attacking parts never reach retrieval or a model, and the answer opens with their refusal.
@@ -56,7 +58,7 @@ def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None
     if is_greeting(query.question):
         reply = texts.thanks if THANKS.search(query.question) else texts.greeting
         route = Route(tier="greeting", model="canned", reason="greeting: answered without retrieval or a model")
-        return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"))
+        return QueryDrafted(query=query, route=route, draft=Draft(answer=reply, model="canned"), profile=texts)
     score = score_query(query.question)
     reason = score.reason(settings.threshold)
     if dropped:
@@ -68,4 +70,6 @@ def decide(query: Query, settings: RouterSettings, texts: CollectionTexts | None
         reason=reason,
         attack_dropped=dropped,
     )
-    return QueryRouted(query=query, route=route, suspicions=suspicions)
+    # The selected text is the caller's too: checked here, once, and masked by the generator.
+    selection = [(s.start, s.end) for s in find_instruction_spans(query.selected_text)] if query.selected_text else None
+    return QueryRouted(query=query, route=route, suspicions=suspicions, profile=texts, selection_spans=selection)

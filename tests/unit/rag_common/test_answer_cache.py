@@ -180,7 +180,10 @@ def test_a_kept_answer_fits_only_its_own_tenant_collection_version_and_context()
 
 def test_a_served_answer_is_this_request_s_with_the_kept_parts_and_no_usage() -> None:
     asked = query(request_id="r2", trace_id="t2")
-    answer = served(kept_answer(), asked, {"router": 0.5, "retriever": 1.25})
+    routed = QueryRouted(query=asked, route=Route(tier="fast"))
+    drafted = served(kept_answer(), routed, {"router": 0.5, "retriever": 1.25})
+    assert drafted.kept == kept_answer().evaluation  # the evaluator sends it on with the kept evaluation
+    answer = QueryAnswered.of(drafted, drafted.kept)
     assert answer.cached is True
     assert answer.query is asked
     assert answer.draft.answer == "The Business plan is $24 per user per month [1]."

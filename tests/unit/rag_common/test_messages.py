@@ -113,6 +113,9 @@ def test_the_question_travels_once_and_citations_follow_the_drafts_order() -> No
         "timings_ms",
         "retrieval",
         "draft",
+        "selection_spans",
+        "profile",
+        "kept",
     }
 
 
@@ -129,7 +132,7 @@ def test_the_final_message_is_the_drafted_parts_plus_the_evaluation() -> None:
     assert answered.citations == DRAFTED.citations == [OTHER, PASSAGE]
     # On the wire: the drafted message's keys and the evaluation; the cited passages travel once.
     wire = json.loads(answered.model_dump_json())
-    assert wire.keys() == json.loads(DRAFTED.model_dump_json()).keys() | {"evaluation", "cached"}
+    assert wire.keys() == json.loads(DRAFTED.model_dump_json()).keys() - {"kept"} | {"evaluation", "cached"}
     assert wire["cached"] is False
     assert wire["type"] == "rag.answer.final.v2"
     assert wire["evaluation"] == {"flags": EVALUATION.flags, "details": {"citation_invalid": {}}, "flagged": True}

@@ -57,3 +57,30 @@ def test_a_unit_with_a_heading_glued_in_front_gives_way_to_the_clean_one() -> No
     text = f"Role names {sentence}\nRole names{sentence}\n\nRole names\n{sentence}\n\nNote that {sentence}"
     kept = [c.text for c in unique_candidates(candidate_sentences([Passage(n=1, source="doc.md", text=text)]))]
     assert kept == [sentence, f"Note that {sentence}"]  # "Note that" is a sentence's own opening, not a heading
+
+
+def test_a_tag_that_is_not_html_is_what_the_text_is_about_and_is_kept() -> None:
+    text = (
+        "Combine XML tags with multishot prompting (<examples>) or chain of thought (<thinking>, <answer>). "
+        "Wrap the contract in <contract> tags.\n\n"
+        '<Tip>Billing is monthly for the <b>Pro</b> plan in <span class="region">every region</span>.</Tip>'
+    )
+    assert units(text) == [
+        "Combine XML tags with multishot prompting (<examples>) or chain of thought (<thinking>, <answer>).",
+        "Wrap the contract in <contract> tags.",
+        "Billing is monthly for the Pro plan in every region.",
+    ]
+
+
+def test_a_key_value_line_giving_an_address_or_a_number_is_a_unit_not_a_heading() -> None:
+    text = (
+        "Get basic JetStream information: [https://demo.nats.io:8222/jsz](https://demo.nats.io:8222/jsz)\n\n"
+        "Default port: 4222\n\n"
+        "Installation Guide\n\n"
+        "Run the installer as an administrator."
+    )
+    assert units(text) == [
+        "Get basic JetStream information: https://demo.nats.io:8222/jsz",
+        "Default port: 4222",
+        "Run the installer as an administrator.",
+    ]

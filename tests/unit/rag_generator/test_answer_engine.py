@@ -179,6 +179,10 @@ def test_citations_follow_the_reading_order_of_the_document() -> None:
         ("What are the supported webhook events?", AnswerType.LIST),
         ("What is the difference between Pro and Business?", AnswerType.COMPARISON),
         ("What is a webhook?", AnswerType.DEFINITION),
+        # a named operation, not a comparison; a limit asked for as "the most"
+        ("How do I do a compare-and-set write to a KV key from the CLI?", AnswerType.STEPS),
+        ("What's the most historical values per key that a bucket can retain?", AnswerType.QUANTITY),
+        ("What is the most common error?", AnswerType.DEFINITION),
     ],
 )
 def test_the_answer_type_of_a_question(question: str, expected: AnswerType) -> None:

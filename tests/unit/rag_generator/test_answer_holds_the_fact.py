@@ -177,3 +177,37 @@ def test_a_feature_named_like_a_path_is_not_asked_as_one() -> None:
     reply = extractive_reply("Which plans include the critical path feature?", [CRITICAL_PATH])
     assert reply.answered
     assert "Business and Enterprise" in reply.text
+
+
+STORAGE = Passage(
+    n=1,
+    source="jetstream/jetstream.md",
+    section="Persistent storage",
+    text=(
+        "JetStream does not implement standby and fault tolerance through a shared file system. If a standby server "
+        "shares a storage directory with an active server, you must make sure only one is active at any time. "
+        "We do not recommend such a setup.\n\n"
+        'Here\'s an example minimal file that will store data in a local "nats" directory with some limits.\n\n'
+        "```\njetstream {\n  store_dir: nats\n  max_file_store: 10G\n}\n```"
+    ),
+)
+KV_HISTORY = Passage(
+    n=1,
+    source="kv.md",
+    section="Key/Value Store",
+    text=(
+        "A KV bucket keeps the history of each key when asked to. The maximum history size per key is 64, if you "
+        "need more use a stream directly."
+    ),
+)
+
+
+def test_a_sentence_presenting_an_example_is_not_quoted_without_the_example() -> None:
+    reply = extractive_reply("Can a standby server share the active server's JetStream directory?", [STORAGE])
+    assert "We do not recommend such a setup" in reply.text
+    assert "Here's an example" not in reply.text
+
+
+def test_what_is_the_most_asks_for_the_limit_and_the_answer_holds_it() -> None:
+    reply = extractive_reply("What's the most history per key that a KV bucket can keep?", [KV_HISTORY])
+    assert "The maximum history size per key is 64" in reply.text

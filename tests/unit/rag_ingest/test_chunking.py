@@ -256,3 +256,32 @@ def test_windows_fit_a_real_subword_tokenizer() -> None:
         overlap = shared_run(previous.text, following.text)
         assert overlap
         assert count_tokens(" ".join(overlap)) <= 16
+
+
+def test_a_lead_in_whose_block_opens_the_next_chunk_moves_with_its_block() -> None:
+    # The streams page: "... we can purge all the data out - while keeping the Stream active:" was
+    # the last line of one chunk and its command the first of the next, so neither answered
+    # "how do I wipe a stream's messages".
+    lead = "After putting some throwaway data into the Stream, we can purge all the data out:"
+    command = "```\nnats str purge ORDERS\n```"
+    chunks = chunk_blocks(
+        [
+            block(words(0, 60), ("Streams",)),
+            block(lead, ("Streams",)),
+            block(command + " " + words(60, 95), ("Streams",)),
+        ],
+        count_words,
+        max_tokens=100,
+        min_tokens=0,
+    )
+    assert [c.text for c in chunks] == [words(0, 60), f"{lead}\n\n{command} {words(60, 95)}"]
+
+
+def test_a_lead_in_stays_when_it_is_the_whole_chunk_or_its_block_would_not_fit() -> None:
+    lead = "Run this:"
+    alone = chunk_blocks([block(lead), block(words(0, 99))], count_words, max_tokens=100, min_tokens=0)
+    assert [c.text for c in alone] == [lead, words(0, 99)]
+    too_big = chunk_blocks(
+        [block(words(0, 30)), block(lead), block(words(30, 129))], count_words, max_tokens=100, min_tokens=0
+    )
+    assert too_big[0].text.endswith(lead)

@@ -7,11 +7,13 @@ import pytest
 from rag_retriever.relevance import (
     OFF_TOPIC_PROBES,
     absent_names,
+    absent_rare_words,
     calibrate,
     judge,
     lexical_coverage,
     salient_terms,
     unknown_names_reason,
+    unknown_words_reason,
 )
 
 pytestmark = pytest.mark.unit
@@ -89,3 +91,31 @@ def test_a_name_the_collection_never_mentions_refuses_and_one_code_alone_does_no
 def test_a_misspelt_name_is_the_name_the_passages_hold() -> None:
     texts = ["Northwind Health Plus covers emergency care in and out of network."]
     assert absent_names("Does Northwind Helth cover full costs?", texts) == []
+
+
+TLS_PAGE = [
+    "TLS configuration: set cert_file and key_file in the tls block; verify requires client certificates.",
+    "The server reloads its certificates when it receives the reload signal.",
+]
+
+
+def test_a_rare_technical_word_the_passages_never_write_is_what_the_question_turns_on() -> None:
+    # "stapling" and "ocsp" are rare in English and absent; "certificate" and "turn" are common.
+    assert absent_rare_words("How do I turn on OCSP stapling for the server's TLS certificate?", TLS_PAGE) == [
+        "ocsp",
+        "stapling",
+    ]
+    # "systemd" is not a misspelling of "system", which the passages hold
+    assert absent_rare_words("Is there a recommended systemd unit file for nats-server?", [*TLS_PAGE, "system"]) == [
+        "systemd"
+    ]
+    assert unknown_words_reason(["systemd"]) == "the documents never mention systemd"
+    assert unknown_words_reason([]) is None
+
+
+def test_common_words_misspellings_and_words_the_passages_hold_are_not_rare_and_absent() -> None:
+    # "laptop" is common English; "verfy" and "certifcates" are misspellings of words the passages hold.
+    question = "Can I switch off verfy on my laptop, and where do the certifcates and the tls block go?"
+    assert absent_rare_words(question, TLS_PAGE) == []
+    # held in another form: by stem ("reloading" -> "reload") or hyphenated as written
+    assert absent_rare_words("Does reloading re-read the cert_file?", TLS_PAGE) == []

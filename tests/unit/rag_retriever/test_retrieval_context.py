@@ -77,3 +77,15 @@ def test_token_budget_drops_the_lowest_ranked_passages_and_limits_expansion() ->
     chunks = {("a.md", 0): {**best.payload, "chunk_index": 0, "text": "b " * 40}}
     assert expand_within([best], chunks, radius=1, budget=60, count=words)[0] is best
     assert words(expand_within([best], chunks, radius=1, budget=80, count=words)[0].payload["text"]) == 80
+
+
+def test_a_joined_chunk_stored_without_marks_leaves_the_passage_to_be_marked_again() -> None:
+    marked = hit("a.md", 0.9, section="S", index=1, text="First part.", injection_spans=[])
+    old = hit("a.md", 0.1, section="S", index=2, text="Second part.")
+    old.payload.pop("injection_spans", None)
+    chunks = {("a.md", 1): marked.payload, ("a.md", 2): old.payload}
+    joined = expand(marked, chunks)
+    assert joined.payload["chunk_span"] == [1, 2]
+    assert "injection_spans" not in joined.payload  # selection.marked_spans runs the rules on the joined text
+    both_marked = expand(marked, {**chunks, ("a.md", 2): {**old.payload, "injection_spans": []}})
+    assert both_marked.payload["injection_spans"] == []

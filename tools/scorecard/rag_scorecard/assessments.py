@@ -11,6 +11,11 @@ met, the share of keys the evaluator found supported by their cited passage, dis
 near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here; stems equal
 once normalised), the dropped list against ``counts.dropped``, the paper's summary and shortfall, and the share
 of questions the system's own ``/v1/query`` answers with a citation to the question's source.
+
+A corpus whose questions.jsonl names planted forms (``samples/planted``) is asked for 60 MCQ + 25
+short + 15 long at every Bloom level instead, and reports ``planted``: forms in the collection and
+cited, questions made, questions, dropped questions and exports (JSON, Markdown, GIFT, Moodle XML)
+carrying a payload, and questions dropped for repeating marked text. Its target: no payload anywhere.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import httpx
 from rag_common.wire.messages import Flag
 from rag_scorecard import exam_checks
 from rag_scorecard.options import EvalOptions
+from rag_scorecard.planted import AssessmentPayloads, PlantedForm, planted_forms, summarize_assessment
 from rag_scorecard.system import in_process_system, system_under_test
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -36,6 +42,7 @@ DEFAULT_SETS = (
     Path("/work/shared/eval/anthropic-docs"),
     Path("/work/shared/eval/contoso"),
     ROOT / "samples" / "course",
+    ROOT / "samples" / "planted",
 )
 BLUEPRINT: dict[str, Any] = {
     "counts": {"mcq": 10, "short": 5, "long": 2},
@@ -46,7 +53,16 @@ BLUEPRINT: dict[str, Any] = {
 SECOND_SEED = 2
 # The course's chapter "Chapter 4: Monitoring", asked for as a teacher names it.
 COURSE_UNIT: dict[str, Any] = {"units": ["Monitoring"], "counts": {"mcq": 4, "short": 2}, "seed": 1}
+# A corpus of planted forms is asked for the largest paper, at every Bloom level, so that its
+# questions draw on as many planted documents as they can; its target is that none carries a payload.
+PLANTED_BLUEPRINT: dict[str, Any] = {
+    "counts": {"mcq": 60, "short": 25, "long": 15},
+    "difficulty": "hard",
+    "bloom_levels": ["remember", "understand", "apply", "analyze", "evaluate", "create"],
+    "seed": 1,
+}
 NEAR_DUPLICATE_COSINE = 0.90
+EXPORT_FORMATS = ("json", "markdown", "gift", "moodle")
 
 
 async def _wait_done(client: httpx.AsyncClient, assessment_id: str, timeout_s: float) -> dict[str, Any]:
@@ -79,7 +95,7 @@ def _same_stems(stems: Sequence[str]) -> int:
 
 async def _paper(client: httpx.AsyncClient, collection: str, blueprint: dict[str, Any]) -> dict[str, Any]:
     """One paper of the blueprint, as ``GET /v1/assessments/{id}`` returns it (or the refusal)."""
-    created = await client.post("/v1/assessments", json={**BLUEPRINT, **blueprint, "collection": collection})
+    created = await client.post("/v1/assessments", json={**blueprint, "collection": collection})
     if created.status_code >= 400:
         return {"status": "refused", "error": created.text[:300], "blueprint": blueprint, "questions": []}
     return await _wait_done(client, created.json()["id"], 1800)
@@ -118,6 +134,8 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     from rag_devrun.corpus import load_corpus
 
     collection = f"assess-{dataset.name}"
+    forms = planted_forms(dataset / "questions.jsonl")
+    blueprint = PLANTED_BLUEPRINT if forms else BLUEPRINT
 
     def progress(done: int, total: int) -> None:
         print(f"\r{dataset.name}: {done}/{total} documents indexed", end="", file=sys.stderr, flush=True)
@@ -125,15 +143,17 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     await load_corpus(client, dataset / "corpus", collection, timeout_s=3600, progress=progress)
     print(file=sys.stderr)
     started = time.perf_counter()
-    state = await _paper(client, collection, {})
+    state = await _paper(client, collection, blueprint)
     seconds = time.perf_counter() - started
-    second = await _paper(client, collection, {"seed": SECOND_SEED})
-    papers = {"seed1": state, "seed2": second}
+    papers = {"seed1": state}
+    if not forms:  # the planted paper is read for payloads only: one seed
+        papers["seed2"] = await _paper(client, collection, {**blueprint, "seed": SECOND_SEED})
+    second = papers.get("seed2", {})
     if dataset.name == "course":
-        papers["unit_seed1"] = await _paper(client, collection, COURSE_UNIT)
-        papers["unit_seed2"] = await _paper(client, collection, {**COURSE_UNIT, "seed": SECOND_SEED})
+        papers["unit_seed1"] = await _paper(client, collection, {**BLUEPRINT, **COURSE_UNIT})
+        papers["unit_seed2"] = await _paper(client, collection, {**BLUEPRINT, **COURSE_UNIT, "seed": SECOND_SEED})
     questions = state.get("questions", [])
-    requested = BLUEPRINT["counts"]
+    requested = blueprint["counts"]
     got = {kind: sum(q["kind"] == kind for q in questions) for kind in requested}
     supported = sum(bool(q["validation"]["checks"].get("key_supported")) for q in questions)
     distractors = sum(not q["validation"]["checks"].get("no_distractor_supported", True) for q in questions)
@@ -149,6 +169,7 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         else:
             misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})
     total = len(questions) or 1
+    planted = await _planted_figures(client, state, forms)
     result: dict[str, Any] = {
         "dataset": dataset.name,
         "status": state.get("status"),
@@ -177,6 +198,8 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         "rules": sorted({q["rule"] for q in questions}),
         "query_misses": misses,
         "papers": papers,
+        "forms": len(forms),
+        **({"planted": planted.model_dump()} if planted is not None else {}),
     }
     if "unit_seed1" in papers:
         unit = papers["unit_seed1"]
@@ -187,6 +210,41 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
             "two_seed_overlap_pct": round(100 * exam_checks.seed_overlap(unit, papers["unit_seed2"]), 1),
         }
     return result
+
+
+async def _planted_figures(
+    client: httpx.AsyncClient, state: dict[str, Any], forms: Sequence[PlantedForm]
+) -> AssessmentPayloads | None:
+    """For a corpus of planted forms: the paper and every export searched for the forms' payloads."""
+    if not forms or state.get("status") != "done":
+        return None
+    exports = {}
+    for name in EXPORT_FORMATS:
+        reply = await client.get(f"/v1/assessments/{state['id']}/export", params={"format": name})
+        reply.raise_for_status()
+        exports[name] = reply.text
+    return summarize_assessment(state, exports, forms)
+
+
+def targets_met(result: dict[str, Any]) -> bool:
+    """A corpus of planted forms: a paper, and no payload in any of its questions or exports.
+    Any other corpus: the counts or their shortfall, supported keys, no supported distractor or
+    near-duplicate, the system's own answers citing the questions' sources, 90 % of questions passing
+    every mechanical check, every level present or named, and two seeds sharing at most 40 %."""
+    if "planted" in result or result.get("forms"):
+        planted = result.get("planted")
+        return planted is not None and AssessmentPayloads.model_validate(planted).clean
+    return bool(
+        result["counts_or_shortfall"]
+        and result["keys_supported_pct"] == 100
+        and result["distractors_supported"] == 0
+        and result["near_duplicates"] == 0
+        and result["query_cites_same_source_pct"] >= 80
+        and result["mechanical"]["pass_all_pct"] >= 90
+        and result["bloom"]["met"]
+        and result["two_seed_overlap_pct"] <= 40
+        and result.get("topic_without_chapter_number", {}).get("found", True)
+    )
 
 
 async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list[dict[str, Any]]:
@@ -217,17 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.papers.write_text(json.dumps({r["dataset"]: r["papers"] for r in results}, indent=1) + "\n")
     args.out.write_text(json.dumps([{k: v for k, v in r.items() if k != "papers"} for r in results], indent=2) + "\n")
-    passed = all(
-        r["counts_or_shortfall"]
-        and r["keys_supported_pct"] == 100
-        and r["distractors_supported"] == 0
-        and r["near_duplicates"] == 0
-        and r["mechanical"]["pass_all_pct"] >= 90
-        and r["bloom"]["met"]
-        and r["two_seed_overlap_pct"] <= 40
-        and r.get("topic_without_chapter_number", {}).get("found", True)
-        for r in results
-    )
+    passed = all(targets_met(r) for r in results)
     print(f"wrote {args.out}; targets {'met' if passed else 'NOT met'}", file=sys.stderr)
     return 0 if passed else 1
 

@@ -25,13 +25,14 @@ A question is served from the cache when, all at once:
   "eu" "us": ``cache_match.may_serve``, docs/decisions/0300-decisions-in-force.md). The same
   normalised question is found by its key at once.
 
-The gateway serves the same question verbatim before queuing it (``AnswerCache.verbatim``: two
-key-value reads, no hop). Otherwise the retriever looks up first thing (the same normalised
-question by its key, before any model run; then, with the question embedded, the nearest kept one
-in its in-memory ``Mirror``)
-and, on a hit, sends the kept answer to the gateway itself (``served``); on a miss it hands the
-evaluator a ``CacheKey`` and the evaluator keeps the answer (``AnswerCache.keep``) when
-``why_not_kept`` finds no reason against it.
+Two owners, one for each end (docs/decisions/0320-each-question-s-work-once.md): the retriever
+alone looks up, first thing (the same normalised question by its key, before any model run; then,
+with the question embedded, the nearest kept one in its in-memory ``Mirror``). It is the first
+stage that has both what a lookup needs: the router's verdict on the question and its vector,
+which the search reuses. On a hit it hands the evaluator the kept answer (``served``), which the
+evaluator sends on unchecked, so every final answer reaches the gateway from the evaluator; on a
+miss it hands the evaluator a ``CacheKey`` and the evaluator keeps the answer
+(``AnswerCache.keep``) when ``why_not_kept`` finds no reason against it.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from rag_common.config.settings import ServiceSettings
 from rag_common.store.cache_mirror import Mirror, encode_vector
 from rag_common.store.docindex import DocumentIndex
 from rag_common.wire import subjects
-from rag_common.wire.messages import CacheKey, CacheScope, Query, QueryAnswered, QueryRouted, Usage
+from rag_common.wire.messages import CacheKey, CacheScope, Query, QueryAnswered, QueryDrafted, QueryRouted, Usage
 from rag_common.wire.messages.cache import CachedAnswer, CachedQuestion
 
 log = logging.getLogger("rag.answer_cache")
@@ -73,9 +74,9 @@ TENANT_RE = re.compile(r"[A-Za-z0-9-]{1,80}")  # a key part: the gateway's Princ
 
 
 class AnswerCacheSettings(BaseSettings):
-    """The answer cache's settings, one value for the three processes that use the cache.
+    """The answer cache's settings, one value for the two processes that use the cache.
 
-    Read alike by the gateway and the retriever (lookups) and the evaluator (what is kept).
+    Read alike by the retriever (lookups) and the evaluator (what is kept).
     """
 
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
@@ -185,20 +186,21 @@ def fits(cached: CacheScope, scope: CacheScope) -> bool:
     )
 
 
-def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> QueryAnswered:
-    """The final answer for ``query`` from a kept one.
+def served(cached: CachedAnswer, routed: QueryRouted, timings_ms: dict[str, float]) -> QueryDrafted:
+    """The drafted message for ``routed``'s question from a kept answer, for the evaluator to send on.
 
-    This request's query and timings, the kept parts, no usage (nothing was spent on it),
-    ``cached`` true.
+    This request's query, profile and timings, the kept parts, no usage (nothing was spent on it),
+    and the evaluation it was kept with (``kept``): nothing is checked again, and the final answer
+    says ``cached``.
     """
-    return QueryAnswered(
-        query=query,
+    return QueryDrafted(
+        query=routed.query,
         route=cached.route,
         timings_ms=timings_ms,
+        profile=routed.profile,
         retrieval=cached.retrieval,
         draft=cached.draft.model_copy(update={"usage": Usage()}),
-        evaluation=cached.evaluation,
-        cached=True,
+        kept=cached.evaluation,
     )
 
 
@@ -206,11 +208,7 @@ def served(cached: CachedAnswer, query: Query, timings_ms: dict[str, float]) -> 
 
 
 def hit_counter(registry: CollectorRegistry) -> Counter:
-    """Questions answered from the cache; the gateway's and the retriever's sum to every hit.
-
-    The gateway counts the same question verbatim, the retriever the same after normalising, or a
-    rephrasing.
-    """
+    """The retriever's: questions answered from the cache (the same after normalising, or a rephrasing)."""
     return Counter("rag_answer_cache_hits_total", "Questions answered from the answer cache", registry=registry)
 
 
@@ -314,16 +312,6 @@ class AnswerCache:
             self.mirror.remove(nearest.key)  # expired or replaced: the watch may not say so
             return Lookup(cosine=nearest.cosine, key=key)
         return Lookup(found, nearest.cosine)
-
-    async def verbatim(self, query: Query) -> CachedAnswer | None:
-        """The kept answer to exactly this question: what the gateway serves before queuing it.
-
-        The same text, filters and selected text, or None. The same text passes the router as it
-        did before (its verdict depends on the text and on the collection's profile, and a profile
-        change moves the index version), so nothing it checks is skipped.
-        """
-        _, _, exact = await self._same_question(query)
-        return exact if exact is not None and exact.question == query.question else None
 
     async def _same_question(self, query: Query) -> tuple[CacheScope, str, CachedAnswer | None]:
         """The question's scope, its key's digest, and the answer kept under that key if still good.

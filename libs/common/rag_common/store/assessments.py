@@ -111,11 +111,15 @@ class AssessmentMetrics:
 
 
 def assessment_failure_hook(store: Callable[[], AssessmentStore | None], metrics: AssessmentMetrics) -> FailureHook:
-    """Mark the job ``failed`` with the reason when a stage gives up on its message."""
+    """Mark the job ``failed`` with the reason when a stage gives up on its message.
+
+    A question the teacher asked to write again fails alone: the paper is done again as it was, saying why.
+    """
 
     async def report(fields: dict[str, Any], code: str, message: str, status: int) -> None:
         job = fields.get("assessment")
         assessment_id = job.get("id") if isinstance(job, dict) else None
+        rewrite = job.get("rewrite") if isinstance(job, dict) else None
         metrics.assessments.labels("failed").inc()
         current = store()
         if not isinstance(assessment_id, str) or current is None:
@@ -123,6 +127,15 @@ def assessment_failure_hook(store: Callable[[], AssessmentStore | None], metrics
             return
 
         def fail(state: AssessmentState) -> None:
+            if isinstance(rewrite, int):
+                if state.status in ("done", "failed"):  # a redelivered message: already finished
+                    return
+                number = next((n for n, q in enumerate(state.questions, 1) if q.index == rewrite), None)
+                which = f"Question {number}" if number else "A question"
+                state.status, state.progress.stage = "done", "done"
+                state.progress.done = state.progress.total = max(state.progress.done, state.progress.total)
+                state.edits.append(f"{which} could not be written again ({code}: {message}); it stays as it was.")
+                return
             state.status = "failed"
             state.error = f"{code}: {message}"
 
@@ -141,7 +154,6 @@ def register_assessment_stage(
     *,
     subject: str,
     consumer: str,
-    model: type[M],
     work: Callable[[M], Awaitable[None]],
     store: Callable[[], AssessmentStore | None],
     metrics: AssessmentMetrics,
@@ -161,7 +173,6 @@ def register_assessment_stage(
         consumer=consumer,
         stream=ASSESSMENT_JSTREAM,
         area="assessment",
-        model=model,
         work=work,
         ack_wait=ack_wait,
         on_failure=assessment_failure_hook(store, metrics),

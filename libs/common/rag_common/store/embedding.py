@@ -274,6 +274,14 @@ class Embedder:
     def _dense_batch(self, batch: list[str]) -> list[list[float]]:
         return [v.tolist() for v in self.bulk.embed(batch, batch_size=DENSE_BATCH)]
 
+    def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
+        """Dense vectors on the single-threaded session, for work off the question path.
+
+        Ingest's meaning check embeds a few sentences of a chunk at a time: on the query session,
+        whose threads wake and spin for each run, that costs about twice the CPU for the same vectors.
+        """
+        return self._dense_batch(list(texts)) if texts else []
+
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
         """Dense vectors only (sentence scoring, calibration probes); unit length."""
         return [v.tolist() for v in self.dense.embed(list(texts), batch_size=DENSE_BATCH)] if texts else []

@@ -1,9 +1,10 @@
 """A collection's effective profile: the collections file, overridden by what the admin API set.
 
 ``PUT /v1/collections/{name}/profile`` stores the fields it was given in a JetStream key-value
-bucket (one entry per collection); the router, the generator and the evaluator read the
-effective profile per question, so a change holds from the next question on, on every replica,
-with no restart. Fields the API left out keep the file's value, then the default.
+bucket (one entry per collection); the router reads the effective profile once per question and
+carries it in the stage messages (``StageMessage.profile``) to the generator and the evaluator, so
+a change holds from the next question on, on every replica, with no restart. Fields the API left
+out keep the file's value, then the default.
 
 There is no cache: a key-value get is one sub-millisecond round trip, and a cache (or a watch)
 would let a question that follows a PUT still see the old profile.

@@ -23,9 +23,12 @@ from rag_common.text.injection_structure import forms, phrases
 
 
 class DenseEmbedder(Protocol):
-    """What the meaning rule needs of an embedder: unit-length dense vectors for texts."""
+    """What the meaning rule needs of an embedder: unit-length dense vectors for texts.
 
-    def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
+    Computed off the question path (``rag_common.store.embedding.Embedder.embed_sentences``).
+    """
+
+    def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text."""
         ...
 
@@ -42,7 +45,7 @@ def _unit(vectors: list[list[float]]) -> NDArray[np.float32]:
 
 def _bank(embedder: DenseEmbedder) -> NDArray[np.float32]:
     if id(embedder) not in _banks:
-        _banks[id(embedder)] = (embedder, _unit(embedder.embed_dense(list(forms()["meaning"]["forms"]))))
+        _banks[id(embedder)] = (embedder, _unit(embedder.embed_sentences(list(forms()["meaning"]["forms"]))))
     return _banks[id(embedder)][1]
 
 
@@ -68,7 +71,7 @@ def closeness(embedder: DenseEmbedder, sentences: Sequence[str]) -> list[float]:
     """Each sentence's cosine similarity to its closest known instruction form."""
     if not sentences:
         return []
-    scores: NDArray[np.float32] = np.matmul(_unit(embedder.embed_dense(list(sentences))), _bank(embedder).T)
+    scores: NDArray[np.float32] = np.matmul(_unit(embedder.embed_sentences(list(sentences))), _bank(embedder).T)
     return [float(s) for s in scores.max(axis=1)]
 
 

@@ -5,31 +5,36 @@ that render as blanks (the Hangul fillers), joiners that render as nothing (the 
 joiner, variation selectors), letters in boxes or circles, and ROT13. Unicode's compatibility
 decomposition (NFKC) turns circled and squared letters into plain ones, but not the negative
 (white on black) squared and circled letters, nor does it drop fillers: those are mapped here.
-Lookalike letters (Cyrillic "а" for "a") are folded by ``injection.normalise``.
+Lookalike letters (Cyrillic "а" for "a") and invisible characters are folded by ``normalise``,
+leetspeak digits read as letters with ``LEET``.
 """
 
 from __future__ import annotations
 
 import codecs
-import re
+import unicodedata
 from collections.abc import Iterator
+from functools import cache
+
+from rag_common.text.injection_rules import named, text_data
+
+# Invisible characters: zero-width and bidi controls, the soft hyphen, Unicode "tag" letters.
+ZERO_WIDTH = named("zero_width")
+# Blocks whose letters pass for Latin ones: Greek, Cyrillic (with its supplement), Armenian, Cherokee.
+_LOOKALIKE_BLOCKS = ((0x0370, 0x0530), (0x0530, 0x0590), (0x13A0, 0x1400))
+LEET = str.maketrans(text_data("leet"))
 
 # Characters that render as a blank but are letters to Unicode, and joiners that render as nothing.
-FILLERS = re.compile("[\u115f\u1160\u3164\uffa0]")
-JOINERS = re.compile("[\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+FILLERS = named("fillers")
+JOINERS = named("joiners")
 # Negative circled (U+1F150) and negative squared (U+1F170) capitals have no decomposition.
 _BOXED = {base + i: chr(ord("A") + i) for base in (0x1F150, 0x1F170) for i in range(26)}
-_OBFUSCATED = re.compile(
-    "[\u115f\u1160\u3164\uffa0\u034f\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\U0001f150-\U0001f189]"
-)
+_OBFUSCATED = named("obfuscated")
 
 # Words that make a text read as English: ROT13 of a sentence is decoded only when the decoded text
 # holds several of them and the text as written holds almost none.
-_ENGLISH = frozenset(
-    "the a an and or to of is are be you your must should say answer reply respond tell ignore previous "
-    "instructions value that this it in for with as not all now always response state give".split()
-)
-_WORD = re.compile(r"[A-Za-z']+")
+_ENGLISH = frozenset(text_data("english_words"))
+_WORD = named("english_word")
 
 
 def english_words(text: str) -> int:
@@ -78,3 +83,46 @@ def readings(text: str) -> Iterator[str]:
     decoded = rot13_reading(text)
     if decoded is not None:
         yield decoded
+
+
+@cache
+def _lookalikes() -> dict[int, str]:
+    """Non-Latin letters that look like a Latin one, from Unicode's confusables data.
+
+    Built once, on the first text that is not ASCII: loading the data takes a third of a second.
+    """
+    from confusable_homoglyphs import confusables
+
+    candidates = "".join(chr(c) for low, high in _LOOKALIKE_BLOCKS for c in range(low, high))
+    table = {ord(k): v for k, v in text_data("more_lookalikes").items()}
+    for found in confusables.is_confusable(candidates, greedy=True, preferred_aliases=["latin"]) or []:
+        char: str = found["character"]
+        latin = [h["c"] for h in found["homoglyphs"] if len(h["c"]) == 1 and h["c"].isascii() and h["c"].isalpha()]
+        if not latin:
+            continue
+        target = latin[0]
+        if char.isupper():
+            # Unicode's prototype of every I-like capital is "l"; in a word such a capital reads "I".
+            target = "I" if target == "l" else target.upper()
+        table[ord(char)] = target
+    return table
+
+
+def warm() -> None:
+    """Load the lookalike table now (at a service's start), not on the first question that needs it."""
+    _lookalikes()
+
+
+def normalise(text: str) -> str:
+    """A text as the rules read it: lookalikes mapped to Latin, invisible characters dropped.
+
+    Compatibility forms (full-width, mathematical letters) are folded first.
+    """
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", ZERO_WIDTH.sub("", text)).translate(_lookalikes())
+
+
+def decode_tags(text: str) -> str:
+    """The ASCII that Unicode tag letters spell (U+E0041 is an invisible "A")."""
+    return "".join(chr(ord(c) - 0xE0000) for c in text if 0xE0020 <= ord(c) <= 0xE007E)

@@ -76,12 +76,27 @@ _GLUED_HEADING_REACH = 60  # characters into a unit where a glued heading may en
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_HTML_TAG = re.compile(r"</?([a-zA-Z][\w-]*)([^>]*)>")
+# Elements of HTML itself. A tag of another name with no attributes is not markup but what the
+# text is about ("combine multishot prompting (<examples>) with chain of thought (<thinking>)"):
+# it is kept as written. MDX components ("<Tip>", "<Card title=...>") are capitalised or carry
+# attributes, and go with the markup.
+_HTML_ELEMENTS = frozenset(
+    "a abbr address area article aside audio b bdi bdo blockquote body br button canvas caption center cite code "
+    "col colgroup data dd del details dfn dialog div dl dt em embed fieldset figcaption figure font footer form "
+    "h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label legend li link main map mark "
+    "menu meta meter nav noscript object ol optgroup option output p param picture pre progress q rp rt ruby s "
+    "samp script section select slot small source span strike strong style sub summary sup svg table tbody td "
+    "template textarea tfoot th thead time title tr track tt u ul var video wbr path g".split()
+)
+_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[.,;:!?)])")  # where a closing tag stood: "every region </span>."
 _STRONG = re.compile(r"\*\*|__|`")
 _EMPHASIS = re.compile(r"(?<![\w*])[*_](\S(?:[^*_]*?\S)?)[*_](?![\w*])")
 # A document's own "[2]" would read as a citation of passage 2.
 _FAKE_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
+# "Label: value" where the value is an address, a path or a number: a statement without a stop.
+_KEY_VALUE = re.compile(r"^[A-Z][^:]{1,60}:\s+(?:https?://\S+|/[\w./{}-]+|\$?\d[\d.,]*\s*\w{0,8})$")
 _ADDRESS = re.compile(r"\S+@\S+\.\w|https?://")
 # A line ending in one of these words was cut by the page width, not by the author.
 _CONTINUING = frozenset(
@@ -319,12 +334,19 @@ def _rejoin(previous: str, line: str) -> str:
     return f"{previous} {line}"
 
 
+def _markup_or_word(tag: re.Match[str]) -> str:
+    name, attributes = tag.group(1), tag.group(2)
+    if name.islower() and not attributes.strip() and name not in _HTML_ELEMENTS:
+        return tag.group()
+    return " "
+
+
 def _strip_markup(text: str) -> str:
     # Each pattern only where its first character occurs: most lines hold no markup at all.
     if "[" in text:
         text = _LINK.sub(r"\1", _IMAGE.sub(r"\1", text))
     if "<" in text:
-        text = _HTML_TAG.sub(" ", text)
+        text = _SPACE_BEFORE_STOP.sub("", _HTML_TAG.sub(_markup_or_word, text))
     if "*" in text or "_" in text or "`" in text:
         text = _EMPHASIS.sub(r"\1", _STRONG.sub("", text))
     text = text.lstrip("> ")
@@ -348,8 +370,11 @@ def flattened_code(text: str) -> bool:
 
 
 def _looks_like_heading(text: str) -> bool:
-    """A short line without closing punctuation: a title, not a statement."""
-    return not ends_clause(text) and len(text.split()) <= 10
+    """A short line without closing punctuation: a title, not a statement.
+
+    Not a ``key: value`` line giving an address, a path or a number ("Default port: 4222").
+    """
+    return not ends_clause(text) and len(text.split()) <= 10 and not _KEY_VALUE.match(text)
 
 
 def _readable(unit: str, kind: str, section: str) -> bool:
@@ -365,6 +390,8 @@ def _readable(unit: str, kind: str, section: str) -> bool:
         return False
     if not unit[0].isupper() and not unit[0].isdigit() and unit[0] not in "$\"'“(":
         return kind == KIND_ITEM and len(words) >= 4  # a sentence starting lowercase was cut
+    if _KEY_VALUE.match(unit):
+        return True
     if ends_sentence(unit) or unit.endswith(":"):
         # "Email sales@orbitly.example." is whole: an address or a link carries the statement.
         return len(words) >= 3 or (len(words) == 2 and bool(_ADDRESS.search(unit)))

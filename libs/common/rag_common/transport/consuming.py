@@ -1,21 +1,27 @@
 """Consuming: how every durable consumer takes a message, runs it, and settles it.
 
-The error policy lives here once: a message that does not validate, or fails permanently, is
-dead-lettered at once; any other failure is retried with backoff up to ``max_deliver`` times, then
-dead-lettered. Dead letters keep the original payload, so they can be replayed.
+A subscriber is the handler itself, typed with its message model: FastStream decodes and validates
+the body against that type (and documents it in the AsyncAPI document). The error policy wraps it
+once, as a FastStream middleware on the work queue's router: a message that does not validate, or
+fails permanently, is dead-lettered at once; any other failure is retried with backoff up to
+``max_deliver`` times, then dead-lettered. Dead letters keep the original payload, so they can be
+replayed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, cast
 
-from faststream import AckPolicy
-from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from faststream import AckPolicy, BaseMiddleware, ContextRepo, StreamMessage
+from faststream.nats import JStream, NatsBroker, NatsMessage, NatsRouter, PullSub
 from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 from pydantic import BaseModel, ValidationError
@@ -101,81 +107,153 @@ def _raw_fields(body: bytes) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-async def process_message(
-    msg: Delivery,
-    model: type[M],
-    work: Callable[[M], Awaitable[None]],
-    *,
-    broker: NatsBroker,
-    telemetry: ServiceTelemetry,
-    stage: str,
-    area: str,
-    max_deliver: int,
-    on_failure: FailureHook,
-    heartbeat_s: float | None = None,
-) -> None:
-    """Validate, run and acknowledge one JetStream message; nothing that fails is lost.
+class HandlerFailed(Exception):
+    """The handler's own failure, raised after its message validated.
 
-    - a body that does not validate is dead-lettered at once (retrying cannot fix it);
-    - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
-    - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
-      dead-lettered. Dead letters keep the original payload so they can be replayed.
-
-    While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
-    so a slow message (a long document, a slow model) is not redelivered to a second worker while
-    a dead worker's message still is, after the consumer's ack wait.
+    It carries the message, so the error policy can tell it from a body FastStream could not
+    decode or validate.
     """
-    try:
-        payload = model.model_validate_json(msg.body)
-    except ValidationError as exc:
-        error = f"invalid {model.__name__} message: {exc.errors(include_url=False, include_input=False)[:3]}"
-        await _dead_letter(msg, broker, area, stage, error, _deliveries(msg))
-        await on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
-        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
-        telemetry.errors.labels(telemetry.service, stage, "invalid_message").inc()
-        telemetry.dead_letters.labels(telemetry.service, stage, "invalid_message").inc()
-        await msg.reject()
-        return
-    try:
-        with _in_progress(msg, heartbeat_s):
-            await work(payload)
-    except asyncio.CancelledError:
-        # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
-        await asyncio.shield(msg.nack())
-        raise
-    except PermanentError as exc:
-        if not exc.dead_letter:
-            await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
-            log.info("%s answered %s: %s", stage, exc.code, exc.message)
-            telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
+
+    def __init__(self, error: Exception, payload: BaseModel) -> None:
+        super().__init__(repr(error))
+        self.error = error
+        self.payload = payload
+
+
+def message_type(work: Callable[..., Awaitable[None]]) -> type[BaseModel]:
+    """The message model a handler takes: the annotation of its one parameter."""
+    parameters = list(inspect.signature(work, eval_str=True).parameters.values())
+    model = parameters[0].annotation if len(parameters) == 1 else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"{work.__qualname__} must take one parameter typed with its message model")
+    return model
+
+
+def subscriber_of(work: Callable[[M], Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """``work`` as FastStream subscribes it, its own failures raised as ``HandlerFailed``.
+
+    Same signature and docstring, so FastStream validates and documents its message type.
+    """
+
+    @functools.wraps(work)
+    async def handle(*args: Any, **kwargs: Any) -> None:
+        try:
+            await work(*args, **kwargs)
+        except Exception as exc:
+            raise HandlerFailed(exc, (*args, *kwargs.values())[0]) from exc
+
+    return handle
+
+
+def _invalid(model: type[BaseModel], exc: Exception) -> str:
+    """What was wrong with a body that did not validate, for the dead letter and the client."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)[:3]
+        for error in errors:  # FastStream validates the handler's arguments: drop the parameter's name
+            error["loc"] = error["loc"][1:]
+        return f"invalid {model.__name__} message: {errors}"
+    return f"invalid {model.__name__} message: {type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """One work queue's error policy, as the FastStream middleware around each of its messages.
+
+    Given to the queue's own router, so it wraps that subscriber only.
+    """
+
+    broker: NatsBroker
+    telemetry: ServiceTelemetry
+    model: type[BaseModel]  # what the handler takes, for the error of a body that is not one
+    stage: str
+    area: str
+    max_deliver: int
+    on_failure: FailureHook
+    heartbeat_s: float | None = None
+
+    def __call__(self, msg: Any, /, *, context: ContextRepo) -> BaseMiddleware:
+        """The middleware around one message."""
+        return _Settle(msg, context=context, policy=self)
+
+    async def process_message(self, msg: Delivery, handle: Callable[[Any], Awaitable[Any]]) -> None:
+        """Run one JetStream message through its handler and settle it; nothing that fails is lost.
+
+        ``handle`` is FastStream's call: decode the body, validate it as ``model``, call the handler.
+
+        - a body that does not decode or validate is dead-lettered at once (retrying cannot fix it);
+        - a ``PermanentError`` is reported to ``on_failure`` and dead-lettered at once;
+        - any other error is retried with backoff; after ``max_deliver`` attempts it is reported and
+          dead-lettered. Dead letters keep the original payload so they can be replayed.
+
+        While the work runs, JetStream is told every ``heartbeat_s`` that the message is in progress,
+        so a slow message (a long document, a slow model) is not redelivered to a second worker
+        while a dead worker's message still is, after the consumer's ack wait.
+        """
+        try:
+            with _in_progress(msg, self.heartbeat_s):
+                await handle(msg)
+        except asyncio.CancelledError:
+            # Shut down mid-message (drain timeout): hand it back now instead of after ack_wait.
+            await asyncio.shield(msg.nack())
+            raise
+        except HandlerFailed as failed:
+            await self._failed(msg, failed.error, failed.payload.model_dump())
+        except Exception as exc:  # FastStream could not decode the body or validate it as ``model``
+            error = _invalid(self.model, exc)
+            await _dead_letter(msg, self.broker, self.area, self.stage, error, _deliveries(msg))
+            await self.on_failure(_raw_fields(msg.body), "invalid_message", error, 400)
+            self._count("rejected", error="invalid_message", letter="invalid_message")
+            await msg.reject()
+        else:
+            self._count("ok")
+            await msg.ack()
+
+    async def _failed(self, msg: Delivery, exc: Exception, fields: dict[str, Any]) -> None:
+        """A valid message whose handler failed: answered, dead-lettered at once, or retried."""
+        stage = self.stage
+        if isinstance(exc, PermanentError):
+            if exc.dead_letter:
+                await _dead_letter(msg, self.broker, self.area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
+                log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
+                self._count("rejected", error="permanent", letter="permanent")
+            else:  # the message is sound and the failure is the answer
+                log.info("%s answered %s: %s", stage, exc.code, exc.message)
+                self._count("rejected")
+            await self.on_failure(fields, exc.code, exc.message, exc.status)
             await msg.reject()
             return
-        await _dead_letter(msg, broker, area, stage, f"{exc.code}: {exc.message}", _deliveries(msg))
-        await on_failure(payload.model_dump(), exc.code, exc.message, exc.status)
-        log.warning("%s rejected %s: %s", stage, exc.code, exc.message)
-        telemetry.messages.labels(telemetry.service, stage, "rejected").inc()
-        telemetry.errors.labels(telemetry.service, stage, "permanent").inc()
-        telemetry.dead_letters.labels(telemetry.service, stage, "permanent").inc()
-        await msg.reject()
-        return
-    except Exception as exc:
-        telemetry.errors.labels(telemetry.service, stage, "transient").inc()
+        self._count(None, error="transient")
         deliveries = _deliveries(msg)  # read from the reply subject only when a message fails
-        if deliveries < max_deliver:
-            log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, max_deliver, exc)
-            telemetry.messages.labels(telemetry.service, stage, "retry").inc()
+        if deliveries < self.max_deliver:
+            log.warning("%s failed (attempt %d/%d), will retry: %r", stage, deliveries, self.max_deliver, exc)
+            self._count("retry")
             await msg.nack(delay=RETRY_BACKOFF_S[min(deliveries - 1, len(RETRY_BACKOFF_S) - 1)])
             return
-        log.exception("%s failed after %d attempts; dead-lettered", stage, deliveries)
+        log.error("%s failed after %d attempts; dead-lettered", stage, deliveries, exc_info=exc)
         error = f"{type(exc).__name__}: {exc}"
-        await _dead_letter(msg, broker, area, stage, error, deliveries)
-        await on_failure(payload.model_dump(), "stage_failed", f"{stage} failed: {error}", 503)
-        telemetry.messages.labels(telemetry.service, stage, "dead_letter").inc()
-        telemetry.dead_letters.labels(telemetry.service, stage, "exhausted").inc()
+        await _dead_letter(msg, self.broker, self.area, stage, error, deliveries)
+        await self.on_failure(fields, "stage_failed", f"{stage} failed: {error}", 503)
+        self._count("dead_letter", letter="exhausted")
         await msg.reject()
-        return
-    telemetry.messages.labels(telemetry.service, stage, "ok").inc()
-    await msg.ack()
+
+    def _count(self, outcome: str | None, *, error: str | None = None, letter: str | None = None) -> None:
+        """The message's outcome, error kind and dead-letter reason in the service's counters."""
+        telemetry, service = self.telemetry, self.telemetry.service
+        if outcome:
+            telemetry.messages.labels(service, self.stage, outcome).inc()
+        if error:
+            telemetry.errors.labels(service, self.stage, error).inc()
+        if letter:
+            telemetry.dead_letters.labels(service, self.stage, letter).inc()
+
+
+class _Settle(BaseMiddleware):
+    def __init__(self, msg: Any, /, *, context: ContextRepo, policy: ErrorPolicy) -> None:
+        super().__init__(msg, context=context)
+        self.policy = policy
+
+    async def consume_scope(self, call_next: Callable[[Any], Awaitable[Any]], msg: StreamMessage[Any]) -> Any:
+        await self.policy.process_message(cast("NatsMessage", msg), call_next)
 
 
 @contextlib.contextmanager
@@ -239,26 +317,36 @@ def register_work_queue(
     consumer: str,
     stream: JStream,
     area: str,
-    model: type[M],
     work: Callable[[M], Awaitable[None]],
     ack_wait: float,
     on_failure: FailureHook,
     stage: str | None = None,
 ) -> None:
-    """Consume ``subject`` through a durable pull consumer that every replica shares.
+    """Consume ``subject`` into ``work`` through a durable pull consumer every replica shares.
 
-    Replicas split the work; a message whose handler dies is redelivered to another replica after
-    ``ack_wait``; each replica handles up to ``settings.concurrency`` messages at once. Fetches
-    take one message at a time: nats-py's batch fetch waits for a full batch (up to its timeout)
-    once the first message has arrived, which would add seconds to a lone question.
+    ``work`` takes one message, typed with its model. Replicas split the work; a message whose
+    handler dies is redelivered to another replica after ``ack_wait``; each replica handles up to
+    ``settings.concurrency`` messages at once. Fetches take one message at a time: nats-py's batch
+    fetch waits for a full batch (up to its timeout) once the first message has arrived, which
+    would add seconds to a lone question.
     """
     telemetry.declare_stage(stage or consumer)
     config = consumer_config(settings, ack_wait=ack_wait)
     layout = layout_of(broker)
     if layout is not None:
         layout.add_consumer(ConsumerSpec(stream=stream.name, durable=consumer, subject=subject, config=config))
-
-    @broker.subscriber(
+    policy = ErrorPolicy(
+        broker,
+        telemetry,
+        message_type(work),
+        stage=stage or consumer,
+        area=area,
+        max_deliver=settings.max_deliver,
+        on_failure=on_failure,
+        heartbeat_s=ack_wait / 3,
+    )
+    queue = NatsRouter(middlewares=[policy])
+    queue.subscriber(
         subject,
         durable=consumer,
         stream=stream,
@@ -266,20 +354,8 @@ def register_work_queue(
         max_workers=settings.concurrency,
         config=config,
         ack_policy=AckPolicy.MANUAL,
-    )
-    async def handle(msg: NatsMessage) -> None:
-        await process_message(
-            msg,
-            model,
-            work,
-            broker=broker,
-            telemetry=telemetry,
-            stage=stage or consumer,
-            area=area,
-            max_deliver=settings.max_deliver,
-            on_failure=on_failure,
-            heartbeat_s=ack_wait / 3,
-        )
+    )(subscriber_of(work))
+    broker.include_router(queue)
 
 
 def register_query_stage(
@@ -289,7 +365,6 @@ def register_query_stage(
     *,
     subject: str,
     consumer: str,
-    model: type[Q],
     work: Callable[[Q], Awaitable[None]],
     ack_wait: float | None = None,
 ) -> None:
@@ -302,7 +377,6 @@ def register_query_stage(
         consumer=consumer,
         stream=QUERY_JSTREAM,
         area="query",
-        model=model,
         work=work,
         ack_wait=ack_wait or settings.stage_ack_wait_s,
         on_failure=answer_failure_hook(broker),

@@ -61,6 +61,7 @@ def register_ping(
 
     @broker.subscriber(subjects.ping_subject(service))
     async def ping() -> dict[str, Any]:
+        """Readiness: ``ok`` with the service's own checks, or ``degraded`` naming what NATS lost."""
         details = await check() if check else {}
         layout = layout_of(broker)
         missing = await layout.missing() if layout else []

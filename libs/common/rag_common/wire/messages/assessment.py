@@ -166,6 +166,9 @@ class Assessment(BaseModel):
     request_id: str
     blueprint: Blueprint
     trace_id: str = ""
+    rewrite: int | None = Field(
+        None, description="the index of the one question the teacher asked to write again; None: the whole paper"
+    )
 
 
 class AssessmentRequested(Message):  # noqa: D101 (a docstring would change its published schema description)
@@ -277,6 +280,9 @@ class AssessmentState(BaseModel):
         default_factory=list, description="Bloom levels asked for that the material could not support, with why"
     )
     summary: str = Field("", description="the paper against the request, in words: met, or what is missing and why")
+    edits: list[str] = Field(
+        default_factory=list, description="the teacher's changes to the paper, in words, oldest first"
+    )
     error: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, field_serializer
 
+from rag_common.config.texts import CollectionTexts
 from rag_common.wire.messages.base import Message
 from rag_common.wire.messages.chunk import ChunkKind, ChunkPayload
 from rag_common.wire.messages.flags import Flag
@@ -201,6 +202,17 @@ class StageMessage(Message):
     # append, the evaluator raises ``injection_suspected`` from it.
     suspicions: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    selection_spans: list[tuple[int, int]] | None = Field(
+        None,
+        description="instruction-like character ranges of the question's selected_text, found by the router "
+        "(the generator never shows them to a model); unset when not checked",
+    )
+    # Read once per question, by the router: no later stage opens the profiles bucket.
+    profile: CollectionTexts | None = Field(
+        None,
+        description="the collection's effective profile (the collections file, overridden by the admin API) as "
+        "the router read it for this question; unset from a router that does not send it (then the file's)",
+    )
 
 
 class QueryRouted(StageMessage):  # noqa: D101 (a docstring would change its published schema description)
@@ -245,6 +257,11 @@ class QueryDrafted(DraftedStage):
     """A drafted answer; ``retrieval`` is empty when the router answered alone (greeting, refusal)."""
 
     type: Literal["rag.query.drafted.v2"] = "rag.query.drafted.v2"
+    kept: Evaluation | None = Field(
+        None,
+        description="set on an answer served from the answer cache (by the retriever): the evaluation it was "
+        "kept with, which the evaluator sends on as it is",
+    )
 
 
 class QueryAnswered(DraftedStage):
@@ -275,9 +292,13 @@ class QueryAnswered(DraftedStage):
 
     @classmethod
     def of(cls, drafted: QueryDrafted, evaluation: Evaluation) -> QueryAnswered:
-        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``."""
-        parts = {name: getattr(drafted, name) for name in DraftedStage.model_fields if name != "type"}
-        return cls(**parts, evaluation=evaluation)
+        """``drafted``'s parts as they are (the same objects, not copied field by field) plus ``evaluation``.
+
+        ``cached`` when the draft came from the answer cache.
+        """
+        # The profile was for the stages: the gateway does not read it, nor does the answer cache keep it.
+        parts = {name: getattr(drafted, name) for name in DraftedStage.model_fields if name not in ("type", "profile")}
+        return cls(**parts, evaluation=evaluation, cached=drafted.kept is not None)
 
 
 class AnswerDelta(Message):
