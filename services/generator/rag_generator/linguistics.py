@@ -163,6 +163,10 @@ def terms(doc: Doc) -> list[Term]:
         found.setdefault(key, Term(text, key[0], key[1], kind, _role(span), span.root.text, label))
     for token in doc:
         kind = shape_of(token.text).kind
+        if kind == "number" and token.text.isdigit() and not any(a <= token.idx - base < b for a, b in found):
+            key = (token.idx - base, token.idx - base + len(token.text))
+            found[key] = Term(token.text, key[0], key[1], "number", "other", token.text)  # "port 7411"
+            continue
         if (kind in {"setting", "command"} and "_" in token.text) or token.text.startswith("--"):
             key = (token.idx - doc[0].idx, token.idx - doc[0].idx + len(token.text))
             found.setdefault(key, Term(token.text, key[0], key[1], "setting", "other", token.text))
@@ -230,6 +234,9 @@ def question_for(doc: Doc, term: Term) -> str | None:
     if not roots or not any(c.dep_ in SUBJECTS for c in roots[0].children) or before.count("(") > before.count(")"):
         return None  # an instruction, or a term in parentheses: asking in place reads as no question
     before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)
+    named = re.search(r"\b([a-z]{3,})\s+$", before)
+    if term.kind == "number" and named:  # "on port 7411" → "on which port"
+        return _finish(f"{before[: named.start()]}which {named.group(1)}{after}")
     return _finish(f"{before}{wh_phrase(term)}{after}")
 
 

@@ -52,7 +52,7 @@ __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_
 
 BLANK = "_____"
 LONG_SENTENCES = {"easy": 3, "medium": 4, "hard": 5}
-_RECALL_KINDS = ("quantity", "money", "percent", "date", "setting", "flag", "command")
+_RECALL_KINDS = ("quantity", "number", "money", "percent", "date", "setting", "flag", "command")
 Draft = tuple[
     str, str, list[str], int | None, list[tuple[str, Sentence]], str
 ]  # stem, answer, options, key, points, form
@@ -88,11 +88,12 @@ def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, pl
     """A wh-question asking for the sentence's subject, value, command or setting (``plain``: a
     single common word may be the key too, when nothing better can be asked)."""
     subjects = [t for t in s.terms if t.role == "subject"]
-    ordered = [
-        *(t for t in subjects if not t_weak(t)),
-        *(t for t in s.terms if t.kind in _RECALL_KINDS),
-        *(t for t in subjects if t_weak(t)),  # "What waits ...?" for "server": asked when nothing better is
-    ]
+    values = [t for t in s.terms if t.kind in _RECALL_KINDS]
+    strong = [t for t in subjects if not t_weak(t)]
+    # A named subject stays in the stem when a value can be asked instead: "Which port does the
+    # Indigo sensor listen on?" is one question, "What listens on port 7380?" one of many alike.
+    first = [*values, *strong] if any(t.kind == "name" for t in strong) else [*strong, *values]
+    ordered = [*first, *(t for t in subjects if t_weak(t))]  # "What waits ...?" for "server": the last resort
     for term in ordered:
         if t_weak(term) and not plain and term.role != "subject":
             continue
