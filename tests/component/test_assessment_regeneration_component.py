@@ -26,7 +26,7 @@ from rag_common.wire.messages.assessment import (
 )
 from rag_evaluator.app import build_broker as build_evaluator
 from rag_evaluator.settings import EvaluatorSettings
-from rag_generator.questions import write_question
+from rag_generator.questions import Pool, write_question
 from rag_ingest.pipeline import index_document
 from rag_ingest.settings import IngestSettings
 from rag_retriever.app import build_broker as build_retriever
@@ -95,7 +95,7 @@ async def test_a_question_whose_section_has_nothing_to_ask_is_written_again_from
         for n, c in enumerate(own, start=1)
     ]
     assert passages
-    assert write_question(spec, passages, {}, seed=1) is None
+    assert write_question(spec, passages, Pool(), seed=1) is None
     first = AssessmentItem(spec=spec, passages=passages)
 
     broker, _ = build_retriever(settings, setup_telemetry("retriever"), retriever)
@@ -116,9 +116,9 @@ async def test_a_question_whose_section_has_nothing_to_ask_is_written_again_from
     assert item.spec.topic.endswith("Quotas")
     assert item.spec.kind == "short"
     assert item.passages[0].section == "Quotas"  # the chunks used before rank after the unused ones
-    question = write_question(item.spec, item.passages, {}, seed=1)
+    question = write_question(item.spec, item.passages, Pool(), seed=1)
     assert question is not None
-    assert question.stem.startswith("Define workspace key")
+    assert "workspace key" in question.stem
     assert question.citations[0].section == "Quotas"
 
 

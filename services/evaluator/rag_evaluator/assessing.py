@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, Validation
 from rag_evaluator.question_checks import validate, withheld
-from rag_evaluator.shortfall import missed, shortfalls, summary
+from rag_evaluator.shortfall import level_gaps, missed, shortfalls, summary
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
@@ -90,7 +90,10 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     state.marks_requested = sum(item.spec.marks for item in items)
     state.marks_met = sum(q.marks for q in questions)
     state.shortfall = shortfalls(items, state.dropped)
-    state.summary = summary(len(items), len(questions), state.marks_requested, state.marks_met, state.shortfall)
+    state.bloom_unsupported = level_gaps(state.blueprint.bloom_levels, questions)
+    state.summary = summary(
+        len(items), len(questions), state.marks_requested, state.marks_met, state.shortfall, state.bloom_unsupported
+    )
     seconds = [item.seconds for item in items]
     state.seconds_per_question = round(sum(seconds) / len(seconds), 4) if seconds else 0.0
 

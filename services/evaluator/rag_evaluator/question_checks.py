@@ -4,7 +4,10 @@
 - ``no_distractor_supported``: no distractor is in the cited passage;
 - ``well_formed``: an MCQ has four distinct options and its key among them; a short or long stem is
   answerable without options (it names none, has no blank, and asks something);
-- ``bloom_verb``: the stem opens with a verb of its Bloom level (``BLOOM_VERBS``);
+- ``bloom_form``: the question has a form of its Bloom level (``BLOOM_FORMS``: a recall is
+  labelled remember, a scenario apply...), and a stem with a blank is a remember question;
+- ``one_shape``: an MCQ's four options share one shape (kind, unit, format, capitalisation,
+  lengths within 3x), so that none gives itself away;
 - ``not_duplicate``: no question already in the paper (any position) has the same normalised stem,
   the same key from the same sentence, a quoted sentence in common, or a stem whose embedding is
   within ``NEAR_DUPLICATE_COSINE`` of its own;
@@ -19,9 +22,10 @@ from collections.abc import Sequence
 
 from rag_common.text.injection import strip_spans, withhold_planted_headings
 from rag_common.text.quotable import candidate_sentences
+from rag_common.text.term_shape import shape_mismatch
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
-from rag_common.wire.messages.assessment import BLOOM_VERBS, Question, Validation
+from rag_common.wire.messages.assessment import BLOOM_FORMS, Question, Validation
 
 # Two stems whose MiniLM cosine is above this ask the same thing (docs/ASSESSMENTS.md shows the
 # cosines measured on the evaluation papers).
@@ -97,9 +101,12 @@ def well_formed(question: Question) -> str | None:
     return None
 
 
-def bloom_verb(question: Question) -> bool:
-    first = re.findall(r"[A-Za-z]+", question.stem[:40])
-    return bool(first) and first[0].lower() in BLOOM_VERBS[question.bloom]
+def bloom_form(question: Question) -> bool:
+    """Whether the question's form is one of its level's (a model's question is taken at its word),
+    and a blank appears only in a remember question."""
+    if "___" in question.stem and question.bloom != "remember":
+        return False
+    return question.rule == "model" or question.rule in BLOOM_FORMS[question.bloom]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -232,9 +239,14 @@ def validate(
     checks["well_formed"] = malformed is None
     if malformed:
         reasons.append(malformed)
-    checks["bloom_verb"] = bloom_verb(question)
-    if not checks["bloom_verb"]:
-        reasons.append(f"the stem does not open with a '{question.bloom}' verb")
+    checks["bloom_form"] = bloom_form(question)
+    if not checks["bloom_form"]:
+        reasons.append(f"the question's form ({question.rule or 'none'}) is not a '{question.bloom}' form")
+    if question.kind == "mcq":
+        mismatch = shape_mismatch(question.options)
+        checks["one_shape"] = mismatch is None
+        if mismatch:
+            reasons.append(f"the options are not of one shape: {mismatch}")
     duplicate = duplicate_of(question, vector, accepted, threshold)
     checks["not_duplicate"] = duplicate is None
     if duplicate:

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from rag_common.wire.messages.assessment import (
     QUESTION_KINDS,
     AssessmentItem,
+    BloomLevel,
     Citation,
+    LevelGap,
     Question,
     QuestionKind,
     QuestionSpec,
@@ -87,12 +89,49 @@ def shortfalls(items: Sequence[AssessmentItem], dropped: Sequence[Question]) -> 
     return out
 
 
+# What each level needs of the material: the reason a paper without it gives.
+LEVEL_NEEDS: dict[BloomLevel, str] = {
+    "remember": "no statement with a name, value, command or setting to ask for",
+    "understand": "no statement with its reason or means, and no definition to paraphrase",
+    "apply": "no how-to sentence giving the command or setting for a purpose",
+    "analyze": "no two passages describing two things to compare",
+    "evaluate": "no advice with its reason (what one should do, and why)",
+    "create": "nothing to design a plan from",
+}
+
+
+def level_gaps(asked: Sequence[BloomLevel], questions: Sequence[Question]) -> list[LevelGap]:
+    """The levels asked for that no question of the paper has, each with what the material lacked."""
+    present = {q.bloom for q in questions}
+    return [
+        LevelGap(level=level, reason=f"the material offered {LEVEL_NEEDS[level]}")
+        for level in dict.fromkeys(asked)
+        if level not in present
+    ]
+
+
 def _plural(n: float, word: str) -> str:
     return f"{n:g} {word}{'' if n == 1 else 's'}"
 
 
-def summary(requested: int, valid: int, marks_requested: float, marks_met: float, gaps: Sequence[Shortfall]) -> str:
-    """The paper against the request in one sentence a teacher reads first."""
+def summary(
+    requested: int,
+    valid: int,
+    marks_requested: float,
+    marks_met: float,
+    gaps: Sequence[Shortfall],
+    levels: Sequence[LevelGap] = (),
+) -> str:
+    """The paper against the request in one or two sentences a teacher reads first."""
+    said = _counts_summary(requested, valid, marks_requested, marks_met, gaps)
+    if levels:
+        said += " Levels the material could not support: " + "; ".join(f"{g.level} ({g.reason})" for g in levels) + "."
+    return said
+
+
+def _counts_summary(
+    requested: int, valid: int, marks_requested: float, marks_met: float, gaps: Sequence[Shortfall]
+) -> str:
     if not gaps:
         return f"As asked: {_plural(requested, 'question')}, {_plural(marks_requested, 'mark')}."
     missing = ", ".join(

@@ -1,358 +1,350 @@
-"""Assessment questions written by rules a teacher would accept, from the retrieved passages (pure).
+"""Assessment questions written by rules a teacher would accept, from the retrieved passages (pure,
+given the parse).
 
-- **MCQ**: a sentence of the passage with one term blanked (a value, a name, or a defined term); the
-  distractors are terms of the same type found elsewhere in the collection (other values with the
-  same unit, other names, other defined terms), never one the cited passage contains and never a
-  paraphrase of the key (no shared word, no containment, no equal number).
-- **short**: a defining sentence asks to define its term; a "why/how" sentence (because, so that, by
-  ...) asks to explain its reason or means; otherwise a heading asks to state what it says. The
-  model answer is quoted from the passage.
-- **long**: a heading of the unit, with a Bloom verb of the asked level; the model answer is the
-  passage's key sentences, quoted.
+Each Bloom level is a form, and a question is labelled with the form it has:
 
-Every stem opens with a verb of its Bloom level (``BLOOM_VERBS``), which the evaluator checks.
+- remember: recall, a wh-question by the answer's type ("How many minutes does ... default to?",
+  "Which setting ...?"); "define" for a short answer; a cloze only at this level, when no
+  question can be asked;
+- understand: "why" or "how" for a statement with its reason or means; "meaning": pick the right
+  description of a term;
+- apply: "scenario": someone wants to do what a how-to sentence says; which command or setting fits;
+- analyze: "compare" two things that two passages describe (short and long answers);
+- evaluate: "better-option": should one do what a passage advises, for the reason it states.
+
+A level the passages cannot support is written at the next level down, labelled so; the paper names
+the levels it lacks. MCQ distractors are of the key's shape, the key's nearest neighbours among the
+collection's whole terms (``forms_text.pick``). A stem never names a file or section: the source is
+the question's ``source`` field. Short and long answers carry a marking scheme: cited points whose
+marks add up to the question's.
 """
 
 from __future__ import annotations
 
 import random
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
-from rag_common.text.quotable import Candidate, candidate_sentences
-from rag_common.text.sentences import split_sentences
-from rag_common.text.words import STOP_WORDS, normal_words
+from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
-from rag_common.wire.messages.assessment import BloomLevel, Citation, Question, QuestionSpec
+from rag_common.wire.messages.assessment import (
+    BLOOM_LEVELS,
+    BloomLevel,
+    Citation,
+    MarkingPoint,
+    Question,
+    QuestionSpec,
+)
+from rag_generator.forms_text import (
+    Embed,
+    Pool,
+    advice,
+    build_pool,
+    definition,
+    pick,
+    reason,
+    scenario,
+    term_candidates,
+)
+from rag_generator.linguistics import Term, question_for
+from rag_generator.material import Sentence, content_sentences, seeded, unmarked_candidates
 
-_UNITS = (
-    "days?|hours?|minutes?|seconds?|weeks?|months?|years?|users?|seats?|members?|requests?|tokens?|"
-    "calls?|messages?|files?|documents?|pages?|characters?|words?|times?|GB|MB|KB|TB|ms|employees?|visits?|"
-    "dollars?|credits?|points?|percent|people|steps?|items?|examples?|levels?|models?|languages?"
-)
-_VALUE = re.compile(
-    rf"(?<![\w.$])(?:\$\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:million|billion|[kKmM]))?|\d[\d,]*(?:\.\d+)?\s?%|"
-    rf"\d[\d,]*(?:\.\d+)?(?:\s?-\s?|\s)(?:{_UNITS})\b)"
-)
-_NAME = re.compile(r"(?<![\w'’])((?:[A-Z][A-Za-z0-9+&.-]*[A-Za-z0-9+])(?:\s+(?:[A-Z][A-Za-z0-9+&.-]*|\d[\w.]*)){1,4})")
-_PROPER = re.compile(r"(?<=[a-z,;(] )([A-Z][a-z]+[A-Za-z0-9]*|[A-Z]{2,6}[a-z]?)(?![\w'’-])")
-_DEFINITION = re.compile(
-    r"^(?:An?\s+|The\s+)?(?P<term>[A-Za-z][\w\s()/-]{1,60}?)\s+(?:is|are|refers to|means)\s+"
-    r"(?:an?|the|one)\s+(?P<rest>.{12,})$"
-)
-_REASON = re.compile(r"\b(because|so that|in order to|to ensure|to avoid|to prevent|since)\b", re.IGNORECASE)
-_MEANS = re.compile(
-    r"\b(by (?:using|adding|setting|providing|asking|giving|breaking|including|making)|using|through)\b"
-)
-# Common words that may open a clause and name nothing: a capitalised one is no name, and a clause
-# that opens with one is lower-cased inside a question. The stop words, pronouns and counting words.
-_COMMON_OPENERS = STOP_WORDS | frozenset("but every first he her his one she three two".split())
-_GENERIC_NAMES = frozenset({"the", "this", "these", "for example", "note", "however", "also", "see"})
+__all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_question"]
+
 BLANK = "_____"
-MIN_SENTENCE_WORDS, MAX_SENTENCE_WORDS = 7, 60
+LONG_SENTENCES = {"easy": 3, "medium": 4, "hard": 5}
+_RECALL_KINDS = ("quantity", "number", "money", "percent", "date", "setting", "flag", "command")
+Draft = tuple[
+    str, str, list[str], int | None, list[tuple[str, Sentence]], str
+]  # stem, answer, options, key, points, form
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
-    text: str
-    type: str  # "money", "percent", "quantity:<unit>", "name", "term"
+def term_pool(passages: Sequence[Passage]) -> Pool:
+    """The collection's distractor material (whole terms, reason clauses, meanings) from ``passages``."""
+    return build_pool(passages)
 
 
-def _unit_word(value: str) -> str:
-    words = re.findall(r"[A-Za-z]+", value)
-    return words[-1].lower().rstrip("s") if words else ""
+def _source(passage: Passage) -> str:
+    return f"{passage.source} > {passage.section}" if passage.section else passage.source
 
 
-def value_type(value: str) -> str:
-    if "$" in value:
-        return "money"
-    if "%" in value:
-        return "percent"
-    return f"quantity:{_unit_word(value)}"
+def _cite(sentence: Sentence) -> Citation:
+    p = sentence.passage
+    return Citation(source=p.source, section=p.section, page=p.page, chunk_index=p.chunk_index, quote=sentence.text)
 
 
-def _number(value: str) -> float | None:
-    found = re.search(r"\d[\d,]*(?:\.\d+)?", value)
-    return float(found.group(0).replace(",", "")) if found else None
+def _split_marks(marks: float, n: int) -> list[float]:
+    """``marks`` over ``n`` points in whole marks where it can (the first points take the rest)."""
+    whole = int(marks)
+    if whole != marks or whole < n:
+        return [round(marks / n, 2)] * (n - 1) + [round(marks - round(marks / n, 2) * (n - 1), 2)]
+    base, extra = divmod(whole, n)
+    return [float(base + (1 if i < extra else 0)) for i in range(n)]
 
 
-def terms_of(sentence: str) -> list[Term]:
-    """The blankable terms of a sentence: values first, then names, then a defined term."""
-    found: list[Term] = [Term(m.group(0).strip(), value_type(m.group(0))) for m in _VALUE.finditer(sentence)]
-    for m in _NAME.finditer(sentence):
-        text = m.group(1).rstrip(".")
-        if m.start() == 0 and len(text.split()) < 2:
+# --- MCQ forms ---------------------------------------------------------------------------------------
+
+
+def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, plain: bool = False) -> Draft | None:
+    """A wh-question asking for the sentence's subject, value, command or setting (``plain``: a
+    single common word may be the key too, when nothing better can be asked)."""
+    subjects = [t for t in s.terms if t.role == "subject"]
+    values = [t for t in s.terms if t.kind in _RECALL_KINDS]
+    strong = [t for t in subjects if not t_weak(t)]
+    # A named subject stays in the stem when a value can be asked instead: "Which port does the
+    # Indigo sensor listen on?" is one question, "What listens on port 7380?" one of many alike.
+    first = [*values, *strong] if any(t.kind == "name" for t in strong) else [*strong, *values]
+    ordered = [*first, *(t for t in subjects if t_weak(t))]  # "What waits ...?" for "server": the last resort
+    for term in ordered:
+        if t_weak(term) and not plain and term.role != "subject":
             continue
-        if text.lower() in _GENERIC_NAMES or text.split()[0].lower() in _COMMON_OPENERS:
+        if s.asked.count(term.text) > 1:
             continue
-        found.append(Term(text, "name"))
-    # A capitalised word inside a sentence (not after a full stop or a colon) is a proper name too:
-    # a product, a language, a company.
-    named = {t.text for t in found}
-    for m in _PROPER.finditer(sentence):
-        word = m.group(1)
-        if m.start() > 0 and word.lower() not in _COMMON_OPENERS and not any(word in n for n in named):
-            found.append(Term(word, "name"))
-    definition = _DEFINITION.match(sentence)
-    if definition and _nameable(definition.group("term")):
-        found.append(Term(definition.group("term").strip(), "term"))
-    return found
+        stem = question_for(s.doc, term)
+        if not stem or normal_words(term.text) in normal_words(stem):
+            continue
+        distractors = pick(term.text, term_candidates(term, pool.terms), [s.passage], embed, rng)
+        if len(distractors) == 3:
+            return stem, term.text, [term.text, *distractors], 0, [(term.text, s)], "recall"
+    return None
 
 
-def _nameable(term: str) -> bool:
-    """A defined term worth asking about: 1-5 words, not opening with a pronoun or article ("This is a ...")."""
-    words = term.split()
-    return 1 <= len(words) <= 5 and words[0].lower() not in _COMMON_OPENERS
+def t_weak(term: Term) -> bool:
+    """A key too plain to ask for: a single common word ("server", "clients")."""
+    return term.kind == "phrase" and len(term.text.split()) == 1
 
 
-def is_paraphrase(a: str, b: str) -> bool:
-    """Whether two terms say the same: equal words, one inside the other, the same number, or
-    half their words shared."""
-    na, nb = normal_words(a), normal_words(b)
-    if not na or not nb or na == nb or na in nb or nb in na:
-        return True
-    va, vb = _number(a), _number(b)
-    if va is not None and vb is not None and va == vb:
-        return True
-    wa, wb = set(na.split()), set(nb.split())
-    return len(wa & wb) * 2 >= min(len(wa), len(wb)) and bool(wa & wb) and va is None
+def _cloze(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
+    for term in s.terms:
+        if s.asked.count(term.text) != 1 or term.kind not in {*_RECALL_KINDS, "name"}:
+            continue
+        distractors = pick(term.text, term_candidates(term, pool.terms), [s.passage], embed, rng)
+        if len(distractors) == 3:
+            blanked = s.asked[: term.start] + BLANK + s.asked[term.end :]
+            return f"Fill in the blank: {blanked}", term.text, [term.text, *distractors], 0, [(term.text, s)], "cloze"
+    return None
 
 
-def term_pool(passages: Sequence[Passage]) -> dict[str, list[str]]:
-    """Every term of the foils by type, each once (first spelling kept)."""
-    pool: dict[str, list[str]] = {}
-    seen: set[tuple[str, str]] = set()
-    for candidate in unmarked_candidates(passages):
-        for term in terms_of(candidate.text):
-            key = (term.type, normal_words(term.text))
-            if key not in seen:
-                seen.add(key)
-                pool.setdefault(term.type, []).append(term.text)
-    return pool
+def _why(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
+    found = reason(s)
+    if not found:
+        return None
+    stem, clause = found
+    distractors = pick(clause, pool.clauses, [s.passage], embed, rng)
+    if len(distractors) < 3:
+        return None
+    return stem, clause, [clause, *distractors], 0, [(clause, s)], stem.split()[0].lower()
 
 
-def unmarked_candidates(passages: Sequence[Passage]) -> list[Candidate]:
-    """The passages' quotable units, less any touching text that ingest marked as planted
-    instructions: no stem, key, distractor or model answer is built from such text.
+def _meaning(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
+    found = definition(s)
+    if not found:
+        return None
+    term, meaning = found
+    distractors = pick(meaning, pool.meanings, [s.passage], embed, rng)
+    if len(distractors) < 3:
+        return None
+    return f"Which description fits {term}?", meaning, [meaning, *distractors], 0, [(meaning, s)], "meaning"
 
-    Each passage is read alone, so foils numbered like an item's passages never lend it their marks.
-    """
-    return [
-        candidate
-        for passage in passages
-        for candidate in candidate_sentences(
-            [passage], excluded={passage.n: passage.injection_spans} if passage.injection_spans else None
-        )
+
+def _scenario(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
+    found = scenario(s)
+    if not found:
+        return None
+    purpose, term = found
+    distractors = pick(term.text, [t.text for t in pool.terms if t.kind == term.kind], [s.passage], embed, rng)
+    if len(distractors) < 3:
+        return None
+    stem = f"You want to {purpose}. Which {term.kind} fits?"
+    return stem, term.text, [term.text, *distractors], 0, [(term.text, s)], "scenario"
+
+
+MCQ_FORMS: dict[BloomLevel, tuple[Callable[[Sentence, Pool, Embed | None, random.Random], Draft | None], ...]] = {
+    "remember": (_recall, _cloze),
+    "understand": (_why, _meaning),
+    "apply": (_scenario,),
+}
+
+# --- short and long forms ----------------------------------------------------------------------------
+
+
+def _open_recall(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+    for s in sentences:
+        found = definition(s)
+        if found:
+            return f"Give the definition of {found[0]}.", s.text, [], None, [(f"{found[0]} is {found[1]}", s)], "define"
+    for s in sentences:
+        for term in s.terms:
+            stem = question_for(s.doc, term) if term.role == "subject" or term.kind in _RECALL_KINDS else None
+            if stem and normal_words(term.text) not in normal_words(stem):
+                return stem, s.text, [], None, [(term.text, s)], "recall"
+    return None
+
+
+def _open_why(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+    for s in sentences:
+        found = reason(s)
+        if found:
+            stem = found[0] if kind == "short" else f"{found[0]} Explain the reasons the material gives."
+            points = _with_neighbours(s, sentences, kind, found[1])
+            return stem, s.text, [], None, points, found[0].split()[0].lower()
+    return None
+
+
+def _open_scenario(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+    for s in sentences:
+        found = scenario(s)
+        if found:
+            purpose, term = found
+            stem = f"You want to {purpose}. Which {term.kind} would you use, and how?"
+            return stem, s.text, [], None, [(f"{term.text}: {s.text}", s)], "scenario"
+    return None
+
+
+def _compare(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+    subjects = [
+        (s, t)
+        for s in sentences
+        for t in s.terms
+        if t.role == "subject" and t.kind in {"name", "phrase"} and not t_weak(t)
     ]
-
-
-def contained(term: str, passages: Sequence[Passage]) -> bool:
-    """Whether the passages' text holds the term (words compared, markup ignored)."""
-    words = f" {normal_words(term)} "
-    return any(words in f" {normal_words(p.text)} " for p in passages)
-
-
-def pick_distractors(
-    key: Term, pool: dict[str, list[str]], cited: Sequence[Passage], rng: random.Random, difficulty: str, n: int = 3
-) -> list[str]:
-    """``n`` terms of the key's type that the cited passages do not hold and that do not paraphrase
-    the key or each other; harder papers take the ones closest to the key (in size or spelling)."""
-    options = [t for t in pool.get(key.type, []) if not is_paraphrase(t, key.text) and not contained(t, cited)]
-    rng.shuffle(options)
-    if difficulty == "hard":
-        target = _number(key.text)
-        if target is not None:
-            options.sort(key=lambda t: abs((_number(t) or 0) - target))
-        else:
-            options.sort(key=lambda t: abs(len(t) - len(key.text)))
-    chosen: list[str] = []
-    for option in options:
-        if all(not is_paraphrase(option, other) for other in chosen):
-            chosen.append(option)
-        if len(chosen) == n:
-            break
-    return chosen
-
-
-def _sentences(passages: Sequence[Passage], rows: bool = False) -> list[tuple[str, Passage]]:
-    """The quotable sentences of the passages (and, with ``rows``, table rows and short items: what
-    a short or long answer can quote when a passage has no sentence)."""
-    by_n = {p.n: p for p in passages}
-    out, extra = [], []
-    for c in unmarked_candidates(passages):
-        words = len(c.text.split())
-        if c.kind == "row" or not MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS or c.text.endswith(":"):
-            if rows and words >= 3:
-                extra.append((c.text, by_n[c.n]))
-            continue
-        out.append((c.text, by_n[c.n]))
-    return out or extra
-
-
-def _cite(passage: Passage, quote: str) -> Citation:
-    return Citation(
-        source=passage.source, section=passage.section, page=passage.page, chunk_index=passage.chunk_index, quote=quote
-    )
-
-
-def _where(passage: Passage) -> str:
-    name = passage.source.rsplit("/", 1)[-1]
-    return f'"{passage.section}" ({name})' if passage.section else name
-
-
-def _lower_first(text: str) -> str:
-    """Lower-case a clause's first word when it is a common word (a name keeps its capital)."""
-    first = text.split(" ", 1)[0]
-    return text[0].lower() + text[1:] if first.lower() in _COMMON_OPENERS else text
-
-
-_MCQ_LEAD: dict[BloomLevel, str] = {
-    "remember": "Identify the {what} that completes this statement from {where}",
-    "understand": "Interpret this statement from {where} and choose the {what} that completes it",
-    "apply": "Determine which {what} applies in this statement from {where}",
-}
-_WHAT = {"money": "amount", "percent": "percentage", "name": "name", "term": "term"}
-
-
-def write_mcq(
-    spec: QuestionSpec, passages: Sequence[Passage], pool: dict[str, list[str]], rng: random.Random, avoid: set[str]
-) -> Question | None:
-    """A cloze MCQ: the first sentence with a term that has three same-type distractors."""
-    for sentence, passage in _sentences(passages):
-        if normal_words(sentence) in avoid:
-            continue
-        for term in terms_of(sentence):
-            distractors = pick_distractors(term, pool, [passage], rng, spec.difficulty)
-            if len(distractors) < 3 or sentence.count(term.text) != 1:
+    subjects.sort(key=lambda st: definition(st[0]) is None)  # defined things first: they compare best
+    for i, (a, ta) in enumerate(subjects):
+        for b, tb in subjects[i + 1 :]:
+            if a.passage.section == b.passage.section and a.passage.source == b.passage.source:
                 continue
-            what = _WHAT.get(term.type, "value")
-            lead = _MCQ_LEAD.get(spec.bloom, _MCQ_LEAD["remember"]).format(what=what, where=_where(passage))
-            stem = f'{lead}: "{sentence.replace(term.text, BLANK)}"'
-            options = [term.text, *distractors]
-            rng.shuffle(options)
-            return Question(
-                index=spec.index,
-                kind="mcq",
-                stem=stem,
-                options=options,
-                answer_index=options.index(term.text),
-                answer=term.text,
-                bloom=spec.bloom,
-                difficulty=spec.difficulty,
-                marks=spec.marks,
-                unit=spec.unit,
-                citations=[_cite(passage, sentence)],
-                rule=f"cloze-{term.type.split(':')[0]}",
-            )
+            if normal_words(ta.text) in normal_words(tb.text) or normal_words(tb.text) in normal_words(ta.text):
+                continue
+            stem = f"Compare {ta.text} and {tb.text}: what does the material say of each, and how do they differ?"
+            points = [(f"{ta.text}: {a.text}", a), (f"{tb.text}: {b.text}", b)]
+            if kind == "long":
+                points += [(f"{ta.text}: {x.text}", x) for x in sentences if x.passage is a.passage and x is not a][:1]
+                points += [(f"{tb.text}: {x.text}", x) for x in sentences if x.passage is b.passage and x is not b][:1]
+            return stem, " ".join(p[1].text for p in points), [], None, points, "compare"
     return None
 
 
-def _reason_stem(sentence: str) -> tuple[str, str] | None:
-    """ "X happens because Y" → ("why", "X happens"); "You do X by using Y" → ("how", "you do X")."""
-    for pattern, word in ((_REASON, "why"), (_MEANS, "how")):
-        match = pattern.search(sentence)
-        if match and match.start() > 15:
-            head = sentence[: match.start()].strip(" ,;:-")
-            # A list item can hold several sentences: a clause that spans one break is no statement.
-            if len(split_sentences(head)) > 1:
-                continue
-            if len(head.split()) >= 3 and not head.endswith(("and", "or", "to")):
-                return word, _lower_first(head)
+def _better_option(sentences: Sequence[Sentence], kind: str, pool: Pool) -> Draft | None:
+    for s in sentences:
+        found = advice(s)
+        if found:
+            stem = f"{found[0]} Judge it, and justify your answer with the reason the material gives."
+            return stem, s.text, [], None, _with_neighbours(s, sentences, kind, found[1]), "better-option"
     return None
 
 
-_SHORT: dict[BloomLevel, str] = {
-    "remember": "State what {where} says about {topic}.",
-    "understand": "Explain {how} {clause}, as {where} describes it.",
-    "apply": "Use {where} to determine {how} {clause}.",
-    "analyze": "Examine {how} {clause}, according to {where}.",
+def _explain(sentences: Sequence[Sentence], kind: str, pool: Pool, loose: bool = False) -> Draft | None:
+    """Explain X, X a defined term or a name (``loose``: any subject of two words or more)."""
+    kinds = {"name", "phrase"} if loose else {"name"}
+    for s in sentences:
+        defined = definition(s)
+        topic = next((t for t in s.terms if t.role == "subject" and t.kind in kinds and not t_weak(t)), None)
+        name = defined[0] if defined else topic.text if topic else ""
+        if not name or len(name.split()) > 5:
+            continue  # only a defined term or a name is a topic to explain
+        head = normal_words(name).split()[-1].rstrip("s")
+        about = [x for x in sentences if x.passage is s.passage and x is not s and head in normal_words(x.text)]
+        points = [(s.text, s), *((x.text, x) for x in about[: 3 if kind == "long" else 1])]
+        if len(points) < 2 and not loose:
+            continue  # the passage says no more of it: nothing to explain
+        return f"Explain {name}: what it is, how it works and why it matters.", "", [], None, points, "explain"
+    return None
+
+
+def _with_neighbours(s: Sentence, sentences: Sequence[Sentence], kind: str, first: str) -> list[tuple[str, Sentence]]:
+    """The sentence as the first point; the passage's next content sentences add one more (short)
+    or three more (long)."""
+    same = [x for x in sentences if x.passage is s.passage and x is not s]
+    return [(first, s), *((x.text, x) for x in same[: 3 if kind == "long" else 1])]
+
+
+OPEN_FORMS: dict[BloomLevel, tuple[Callable[[Sequence[Sentence], str, Pool], Draft | None], ...]] = {
+    "remember": (_open_recall,),
+    "understand": (_open_why, _explain),
+    "apply": (_open_scenario,),
+    "analyze": (_compare,),
+    "evaluate": (_better_option,),
 }
-_LONG: dict[BloomLevel, str] = {
-    "understand": "Describe {topic} as presented in {where}, explaining how its main points fit together.",
-    "analyze": "Analyse {topic} as presented in {where}: break it into its main points and explain how they relate.",
-    "evaluate": "Evaluate the approach to {topic} set out in {where}: justify when it fits, citing the material.",
-    "create": "Design a short plan that puts {topic} from {where} into practice, citing the material for each step.",
-}
 
 
-def _topic(passage: Passage) -> str:
-    """The passage's own heading (the last of its path), else its document's name."""
-    return passage.section.rsplit(" > ", 1)[-1].strip() or passage.source.rsplit("/", 1)[-1]
-
-
-def write_short(spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str]) -> Question | None:
-    """A definition, a why/how question, or what a heading says; the answer quoted."""
-    sentences = [(s, p) for s, p in _sentences(passages, rows=True) if normal_words(s) not in avoid]
-    for sentence, passage in sentences:
-        definition = _DEFINITION.match(sentence)
-        if spec.bloom == "remember" and definition and _nameable(definition.group("term")):
-            term = definition.group("term").strip()
-            stem = f"Define {term}, as {_where(passage)} uses the term."
-            return _open(spec, stem, [sentence], passage, "definition")
-    for sentence, passage in sentences:
-        reason = _reason_stem(sentence)
-        if reason and spec.bloom in _SHORT and spec.bloom != "remember":
-            how, clause = reason
-            stem = _SHORT[spec.bloom].format(how=how, clause=clause, where=_where(passage))
-            return _open(spec, stem, [sentence], passage, f"{how}-sentence")
-    if not sentences:
-        return None
-    sentence, passage = sentences[0]
-    level = spec.bloom if spec.bloom == "remember" else "remember"
-    topic = _topic(passage)
-    if normal_words(topic) == normal_words(passage.section.rsplit(" > ", 1)[-1]):
-        stem = f"State the main points that {_where(passage)} makes."
-    else:
-        stem = _SHORT["remember"].format(where=_where(passage), topic=_lower_first(topic))
-    return _open(spec.model_copy(update={"bloom": level}), stem, [sentence], passage, "heading")
-
-
-def write_long(
-    spec: QuestionSpec, passages: Sequence[Passage], avoid: set[str], sentences_wanted: int
-) -> Question | None:
-    """A heading question with a Bloom verb; the model answer is the passage's leading sentences."""
-    sentences = [(s, p) for s, p in _sentences(passages, rows=True) if normal_words(s) not in avoid]
-    if not sentences:
-        return None
-    passage = sentences[0][1]
-    quotes = [s for s, p in sentences if p.n == passage.n][:sentences_wanted]
-    level = spec.bloom if spec.bloom in _LONG else "understand"
-    stem = _LONG[level].format(topic=_topic(passage), where=_where(passage))
-    return _open(spec.model_copy(update={"bloom": level}), stem, quotes, passage, "heading")
-
-
-def _open(spec: QuestionSpec, stem: str, quotes: list[str], passage: Passage, rule: str) -> Question:
-    return Question(
-        index=spec.index,
-        kind=spec.kind,
-        stem=stem,
-        answer=" ".join(quotes),
-        bloom=spec.bloom,
-        difficulty=spec.difficulty,
-        marks=spec.marks,
-        unit=spec.unit,
-        citations=[_cite(passage, q) for q in quotes],
-        rule=rule,
-    )
-
-
-LONG_SENTENCES = {"easy": 2, "medium": 3, "hard": 4}
+def _levels_from(level: BloomLevel) -> list[BloomLevel]:
+    """The asked level, then the ones below it: a question is written at the highest the passages allow."""
+    return list(reversed(BLOOM_LEVELS[: BLOOM_LEVELS.index(level) + 1]))
 
 
 def write_question(
     spec: QuestionSpec,
     passages: Sequence[Passage],
-    pool: dict[str, list[str]],
+    pool: Pool,
     seed: int,
     rejected: Sequence[Question] = (),
+    embed: Embed | None = None,
+    taken: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Question | None:
-    """The question for one spec, or None when its passages offer nothing to ask. Sentences an
-    earlier (rejected) attempt was built on are not used again."""
+    """The question for one spec, at its level or the highest below it the passages support, or None
+    when they offer nothing to ask. Sentences an earlier (rejected) attempt used are not used again,
+    nor those other questions of the paper rest on (``taken``, normalised)."""
     rng = random.Random(f"{seed}:{spec.index}:{len(rejected)}")
-    avoid = {normal_words(c.quote) for q in rejected for c in q.citations}
+    avoid = {normal_words(c.quote) for q in rejected for c in q.citations} | set(taken)
+    sentences = seeded(content_sentences(passages, avoid), seed, spec.index + 3 * len(rejected))
+    if not sentences:
+        return None
+    for level in _levels_from(spec.bloom):
+        if spec.kind == "mcq":
+            for form in MCQ_FORMS.get(level, ()):
+                for s in sentences:
+                    draft = form(s, pool, embed, rng)
+                    if draft:
+                        return _question(spec, level, draft, rng)
+        else:
+            if spec.kind == "long" and level == "remember":
+                continue  # a long answer is more than a recall
+            for open_form in OPEN_FORMS.get(level, ()):
+                draft = open_form(sentences, spec.kind, pool)
+                if draft:
+                    return _question(spec, level, draft, rng)
     if spec.kind == "mcq":
-        return write_mcq(spec, passages, pool, rng, avoid)
-    if spec.kind == "short":
-        return write_short(spec, passages, avoid)
-    return write_long(spec, passages, avoid, LONG_SENTENCES[spec.difficulty])
+        for s in sentences:
+            draft = _recall(s, pool, embed, rng, plain=True)
+            if draft:
+                return _question(spec, "remember", draft, rng)
+    if spec.kind == "long":
+        draft = _explain(sentences, "long", pool, loose=True)
+        return _question(spec, "understand", draft, rng) if draft else None
+    return None
+
+
+def _question(spec: QuestionSpec, level: BloomLevel, draft: Draft, rng: random.Random) -> Question:
+    stem, answer, options, _key, points, form = draft
+    if spec.kind != "mcq" and spec.marks == int(spec.marks) and len(points) > spec.marks >= 1:
+        points = points[: int(spec.marks)]  # a point is worth a mark at least
+    cited = points[0][1]
+    answer_index = None
+    if options:
+        key_text = options[0]
+        rng.shuffle(options)
+        answer_index = options.index(key_text)
+        answer = key_text
+    marks = _split_marks(spec.marks, len(points)) if spec.kind != "mcq" else []
+    scheme = [MarkingPoint(point=text, marks=m, citation=_cite(s)) for (text, s), m in zip(points, marks, strict=False)]
+    citations: list[Citation] = []
+    for _, s in points:
+        if all(c.quote != s.text for c in citations):
+            citations.append(_cite(s))
+    if spec.kind != "mcq" and not answer:
+        answer = " ".join(c.quote for c in citations)
+    return Question(
+        index=spec.index,
+        kind=spec.kind,
+        stem=stem,
+        options=options,
+        answer_index=answer_index,
+        answer=answer,
+        bloom=level,
+        difficulty=spec.difficulty,
+        marks=spec.marks,
+        unit=spec.unit,
+        source=_source(cited.passage),
+        citations=citations,
+        scheme=scheme,
+        rule=form,
+    )

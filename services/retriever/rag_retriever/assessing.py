@@ -5,9 +5,11 @@ each question the evaluator sent back. Blocking: the handler runs it in a thread
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rag_common.store.contract import DENSE, SPARSE, SideQuery
+from rag_common.text.course_parts import content_section
 from rag_common.transport.consuming import PermanentError
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec
@@ -148,22 +150,35 @@ def recipe(
         source_of = str(hit.payload.get("source", ""))
         if not in_unit(source_of, [str(p) for p in path], spec.unit, titles.get(source_of, "")):
             continue
+        if not content_section(" > ".join(str(p) for p in path)):
+            continue  # learning objectives, exercises, front matter: nothing a question is drawn from
         key = (str(hit.payload.get("document_id", "")), int(hit.payload.get("chunk_index", 0)))
         candidates.append(Scored(key=key, score=score, payload=hit.payload, dense=hit.dense))
         if len(candidates) >= s.candidates:
             break
+    heading = spec.topic.partition(" > ")[2]
+    own = [
+        Scored(key=key, score=0.0, payload=payload)
+        for key, payload in sorted(chunks.items())
+        if payload.get("source") == source and _heading(payload) == heading and not payload.get("boilerplate")
+    ]
     if not candidates:  # the search found nothing of the unit: the topic section's own chunks
-        heading = spec.topic.partition(" > ")[2]
-        candidates = [
-            Scored(key=key, score=0.0, payload=payload)
-            for key, payload in sorted(chunks.items())
-            if payload.get("source") == source
-            and " > ".join(str(p) for p in payload.get("section_path") or [payload.get("section", "")]) == heading
-        ][: s.candidates]
+        candidates = own[: s.candidates]
+    elif own and not any(_heading(c.payload) == heading for c in candidates):
+        # The seeded topic is always among the candidates, as good as the best: two seeds, two papers.
+        candidates = [replace(own[0], score=max(c.score for c in candidates)), *candidates][: s.candidates]
     candidates = expand_neighbours(candidates, chunks, s.neighbours)
     candidates = fit_word_budget(candidates, s.budget_tokens, s.tokens_per_word)
     candidates = penalise_usage(candidates, used, s.usage_penalty)
-    return mmr_select(candidates, s.passages, s.mmr_lambda)
+    picked = mmr_select(candidates, s.passages, s.mmr_lambda)
+    if own and picked and not any(_heading(c.payload) == heading for c in picked):
+        picked = [*expand_neighbours(own[:1], chunks, s.neighbours), *picked[:-1]]
+    # The topic's own section first: the generator draws on the first passage before the others.
+    return sorted(picked, key=lambda c: _heading(c.payload) != heading)
+
+
+def _heading(payload: dict[str, Any]) -> str:
+    return " > ".join(str(p) for p in payload.get("section_path") or [payload.get("section", "")])
 
 
 def _passage(n: int, c: Scored) -> Passage:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rag_common.store.contract import Hit
+from rag_common.text.course_parts import content_section
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
@@ -40,7 +41,7 @@ DEFAULT_MARKS: dict[QuestionKind, int] = {"mcq": 1, "short": 3, "long": 6}
 # The Bloom levels each type of question can honestly test: an MCQ recognises, a long answer builds.
 KIND_LEVELS: dict[QuestionKind, tuple[BloomLevel, ...]] = {
     "mcq": ("remember", "understand", "apply"),
-    "short": ("remember", "understand", "apply", "analyze"),
+    "short": ("remember", "understand", "apply", "analyze", "evaluate"),
     "long": ("understand", "analyze", "evaluate", "create"),
 }
 Key = tuple[str, int]  # (document_id, chunk_index)
@@ -69,6 +70,8 @@ def level_for(kind: QuestionKind, wanted: Sequence[BloomLevel], position: int) -
     """The ``position``-th question of a type cycles over the wanted levels that type can test; a
     type that can test none of them takes its level nearest to the first wanted one."""
     usable = [level for level in wanted if level in KIND_LEVELS[kind]]
+    if kind == "long":  # the few long questions go to the highest levels asked
+        usable.sort(key=BLOOM_LEVELS.index, reverse=True)
     if usable:
         return usable[position % len(usable)]
     target = BLOOM_LEVELS.index(wanted[0]) if wanted else 0
@@ -112,9 +115,9 @@ def assign_topics(
     for spec in specs:
         key = (spec.unit, "long" if spec.kind == "long" else "other")
         if not queues.get(key):
-            pool = [s for s in unit_sections(sections, spec.unit) if s.words >= min_words] or unit_sections(
-                sections, spec.unit
-            )
+            content = [s for s in unit_sections(sections, spec.unit) if content_section(s.heading)]
+            content = content or unit_sections(sections, spec.unit)
+            pool = [s for s in content if s.words >= min_words] or content
             pool = list(pool)
             rng.shuffle(pool)
             if spec.kind == "long":
@@ -143,6 +146,7 @@ def reassign_topics(
     for i in sorted(range(len(out)), key=lambda i: out[i].kind != "long"):
         spec = out[i]
         unit = [s for s in unit_sections(sections, spec.unit) if _topic_of(s) not in taken]
+        unit = [s for s in unit if content_section(s.heading)] or unit
         pool = [s for s in unit if s.words >= min_words] or unit
         if not pool:
             continue

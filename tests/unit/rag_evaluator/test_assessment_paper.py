@@ -50,6 +50,7 @@ def mcq(index: int, stem: str, quote: str = SENTENCE, answer: str = "$12") -> Qu
         difficulty="medium",
         marks=1,
         citations=[Citation(source="billing.md", section="Billing > Plans", quote=quote)],
+        rule="recall",
     )
 
 
@@ -129,7 +130,9 @@ def test_a_short_paper_says_what_is_missing_per_type_in_marks_and_why() -> None:
             ]
         }
     )
-    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}))
+    state = AssessmentState(
+        id="a", blueprint=Blueprint(counts={"mcq": 3, "short": 1, "long": 1}, bloom_levels=["remember"])
+    )
     finish(state, [*good, item(failed, index=2), nothing, gone], 2)
 
     assert state.counts.dropped == 3
@@ -152,7 +155,7 @@ def test_a_short_paper_says_what_is_missing_per_type_in_marks_and_why() -> None:
 
 def test_a_full_paper_says_so() -> None:
     done = item(mcq(0, "Identify the price.").model_copy(update={"validation": Validation(valid=True)}))
-    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 1}))
+    state = AssessmentState(id="a", blueprint=Blueprint(counts={"mcq": 1}, bloom_levels=["remember"]))
     finish(state, [done], 1)
     assert state.summary == "As asked: 1 question, 1 mark."
     assert state.shortfall == []
@@ -206,3 +209,21 @@ def test_the_progress_counter_never_runs_backwards_through_the_regeneration_pass
     assert counts == sorted(counts), seen
     assert seen[-2] == ("generating", 4, 4)
     assert seen[-1][1] == 4
+
+
+def test_a_paper_names_the_bloom_levels_the_material_could_not_support() -> None:
+    done = item(
+        mcq(0, "How much does the Pro plan cost per user per month?").model_copy(
+            update={"validation": Validation(valid=True)}
+        )
+    )
+    blueprint = Blueprint(counts={"mcq": 1}, bloom_levels=["remember", "analyze", "evaluate"])
+    state = AssessmentState(id="a", blueprint=blueprint)
+    finish(state, [done], 1)
+    assert [gap.level for gap in state.bloom_unsupported] == ["analyze", "evaluate"]
+    assert "two passages describing two things to compare" in state.bloom_unsupported[0].reason
+    assert state.summary == (
+        "As asked: 1 question, 1 mark. Levels the material could not support: "
+        "analyze (the material offered no two passages describing two things to compare); "
+        "evaluate (the material offered no advice with its reason (what one should do, and why))."
+    )

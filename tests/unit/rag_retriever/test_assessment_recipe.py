@@ -155,3 +155,31 @@ def test_a_question_written_again_gets_a_section_of_its_unit_that_no_question_dr
     assert only.topic == "s.md > Security > Keys"
     assert [s.index for s in (short, long, only)] == [0, 1, 2]
     assert short.kind == "short"
+
+
+def test_learning_objectives_and_exercises_are_never_a_questions_topic() -> None:
+    from rag_retriever.units import Section
+
+    sections = [
+        Section("course.docx", ("Chapter 1: Tokens", "Learning objectives"), 60, 1),
+        Section("course.docx", ("Chapter 1: Tokens", "Bcrypted tokens"), 80, 1),
+        Section("course.docx", ("Chapter 1: Tokens", "Exercises"), 60, 1),
+        Section("course.docx", ("About this course",), 60, 1),
+        Section("course.docx", ("Chapter 1: Tokens", "Token authentication"), 90, 1),
+    ]
+    blueprint = Blueprint(counts={"mcq": 4, "short": 2}, bloom_levels=["remember", "analyze"])
+    for seed in (1, 2, 3):
+        topics = {spec.topic for spec in assign_topics(plan_specs(blueprint), sections, seed=seed)}
+        assert topics <= {
+            "course.docx > Chapter 1: Tokens > Bcrypted tokens",
+            "course.docx > Chapter 1: Tokens > Token authentication",
+        }
+
+
+def test_the_two_long_questions_go_to_the_highest_levels_asked() -> None:
+    blueprint = Blueprint(
+        counts={"long": 2, "short": 5}, bloom_levels=["remember", "understand", "analyze", "evaluate"]
+    )
+    specs = plan_specs(blueprint)
+    assert [s.bloom for s in specs if s.kind == "long"] == ["evaluate", "analyze"]
+    assert {s.bloom for s in specs if s.kind == "short"} == {"remember", "understand", "analyze", "evaluate"}

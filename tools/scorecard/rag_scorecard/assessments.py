@@ -2,7 +2,11 @@
 
     python -m rag_scorecard.assessments [--dataset DIR ...] [--url URL] [--out reports/eval-assessments.json]
 
-For each corpus: ingest it (idempotent), ask for 10 MCQ + 5 short + 2 long, then report the counts
+For each corpus: ingest it (idempotent), ask for 10 MCQ + 5 short + 2 long at five Bloom levels
+with two seeds, then report the mechanical checks of every question as a teacher reads it
+(``rag_scorecard.exam_checks``), the Bloom levels present or named unsupported, the two seeds'
+share of source sentences, and on the course (samples/course: Word and PowerPoint) a unit asked
+for by its topic without its chapter number. Besides: the counts
 met, the share of keys the evaluator found supported by their cited passage, distractors supported,
 near-duplicate stems (MiniLM cosine over the evaluator's threshold, recomputed here; stems equal
 once normalised), the dropped list against ``counts.dropped``, the paper's summary and shortfall, and the share
@@ -28,6 +32,7 @@ from typing import Any
 import httpx
 
 from rag_common.wire.messages import Flag
+from rag_scorecard import exam_checks
 from rag_scorecard.options import EvalOptions
 from rag_scorecard.planted import AssessmentPayloads, PlantedForm, planted_forms, summarize_assessment
 from rag_scorecard.system import in_process_system, system_under_test
@@ -36,14 +41,18 @@ ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_SETS = (
     Path("/work/shared/eval/anthropic-docs"),
     Path("/work/shared/eval/contoso"),
+    ROOT / "samples" / "course",
     ROOT / "samples" / "planted",
 )
 BLUEPRINT: dict[str, Any] = {
     "counts": {"mcq": 10, "short": 5, "long": 2},
     "difficulty": "medium",
-    "bloom_levels": ["remember", "understand"],
+    "bloom_levels": ["remember", "understand", "apply", "analyze", "evaluate"],
     "seed": 1,
 }
+SECOND_SEED = 2
+# The course's chapter "Chapter 4: Monitoring", asked for as a teacher names it.
+COURSE_UNIT: dict[str, Any] = {"units": ["Monitoring"], "counts": {"mcq": 4, "short": 2}, "seed": 1}
 # A corpus of planted forms is asked for the largest paper, at every Bloom level, so that its
 # questions draw on as many planted documents as they can; its target is that none carries a payload.
 PLANTED_BLUEPRINT: dict[str, Any] = {
@@ -84,6 +93,43 @@ def _same_stems(stems: Sequence[str]) -> int:
     return sum(keys[i] == keys[j] for i in range(len(keys)) for j in range(i + 1, len(keys)))
 
 
+async def _paper(client: httpx.AsyncClient, collection: str, blueprint: dict[str, Any]) -> dict[str, Any]:
+    """One paper of the blueprint, as ``GET /v1/assessments/{id}`` returns it (or the refusal)."""
+    created = await client.post("/v1/assessments", json={**blueprint, "collection": collection})
+    if created.status_code >= 400:
+        return {"status": "refused", "error": created.text[:300], "blueprint": blueprint, "questions": []}
+    return await _wait_done(client, created.json()["id"], 1800)
+
+
+def mechanical(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The mechanical checks over every question of the papers: the share passing all, per check,
+    and the failures as a teacher would read them."""
+    checked = 0
+    passed = 0
+    per_check = dict.fromkeys(exam_checks.CHECKS, 0)
+    failures: list[dict[str, Any]] = []
+    for state in states:
+        questions = state.get("questions", [])
+        for q, verdict in zip(questions, exam_checks.check_paper(questions), strict=True):
+            checked += 1
+            passed += all(verdict.values())
+            for name, ok in verdict.items():
+                per_check[name] += ok
+            if not all(verdict.values()) and len(failures) < 12:
+                failed = [name for name, ok in verdict.items() if not ok]
+                failures.append({"stem": q["stem"][:200], "options": q.get("options", []), "failed": failed})
+
+    def share(n: int) -> float:
+        return round(100 * n / checked, 1) if checked else 0.0
+
+    return {
+        "questions_checked": checked,
+        "pass_all_pct": share(passed),
+        "per_check_pct": {name: share(n) for name, n in per_check.items()},
+        "failures": failures,
+    }
+
+
 async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) -> dict[str, Any]:
     from rag_devrun.corpus import load_corpus
 
@@ -97,10 +143,15 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
     await load_corpus(client, dataset / "corpus", collection, timeout_s=3600, progress=progress)
     print(file=sys.stderr)
     started = time.perf_counter()
-    created = await client.post("/v1/assessments", json={**blueprint, "collection": collection})
-    created.raise_for_status()
-    state = await _wait_done(client, created.json()["id"], 1800)
+    state = await _paper(client, collection, blueprint)
     seconds = time.perf_counter() - started
+    papers = {"seed1": state}
+    if not forms:  # the planted paper is read for payloads only: one seed
+        papers["seed2"] = await _paper(client, collection, {**blueprint, "seed": SECOND_SEED})
+    second = papers.get("seed2", {})
+    if dataset.name == "course":
+        papers["unit_seed1"] = await _paper(client, collection, {**BLUEPRINT, **COURSE_UNIT})
+        papers["unit_seed2"] = await _paper(client, collection, {**BLUEPRINT, **COURSE_UNIT, "seed": SECOND_SEED})
     questions = state.get("questions", [])
     requested = blueprint["counts"]
     got = {kind: sum(q["kind"] == kind for q in questions) for kind in requested}
@@ -119,10 +170,14 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
             misses.append({"stem": q["stem"][:160], "source": q["citations"][0]["source"], "cited": sorted(cited)})
     total = len(questions) or 1
     planted = await _planted_figures(client, state, forms)
-    return {
+    result: dict[str, Any] = {
         "dataset": dataset.name,
         "status": state.get("status"),
         "error": state.get("error"),
+        "mechanical": mechanical(list(papers.values())),
+        "bloom": exam_checks.levels(state),
+        "counts_or_shortfall": all(exam_checks.counts_or_shortfall(p) for p in papers.values()),
+        "two_seed_overlap_pct": round(100 * exam_checks.seed_overlap(state, second), 1),
         "requested": requested,
         "generated": got,
         "counts_met": got == requested,
@@ -142,9 +197,19 @@ async def one_corpus(client: httpx.AsyncClient, dataset: Path, model_dir: Path) 
         "seconds_per_question": state.get("seconds_per_question"),
         "rules": sorted({q["rule"] for q in questions}),
         "query_misses": misses,
+        "papers": papers,
         "forms": len(forms),
         **({"planted": planted.model_dump()} if planted is not None else {}),
     }
+    if "unit_seed1" in papers:
+        unit = papers["unit_seed1"]
+        result["topic_without_chapter_number"] = {
+            "unit": COURSE_UNIT["units"][0],
+            "found": unit.get("status") == "done" and bool(unit.get("questions")),
+            "error": unit.get("error"),
+            "two_seed_overlap_pct": round(100 * exam_checks.seed_overlap(unit, papers["unit_seed2"]), 1),
+        }
+    return result
 
 
 async def _planted_figures(
@@ -163,17 +228,22 @@ async def _planted_figures(
 
 def targets_met(result: dict[str, Any]) -> bool:
     """A corpus of planted forms: a paper, and no payload in any of its questions or exports.
-    Any other corpus: the counts, supported keys, no supported distractor or near-duplicate, and the
-    system's own answers citing the questions' sources."""
+    Any other corpus: the counts or their shortfall, supported keys, no supported distractor or
+    near-duplicate, the system's own answers citing the questions' sources, 90 % of questions passing
+    every mechanical check, every level present or named, and two seeds sharing at most 40 %."""
     if "planted" in result or result.get("forms"):
         planted = result.get("planted")
         return planted is not None and AssessmentPayloads.model_validate(planted).clean
     return bool(
-        result["counts_met"]
+        result["counts_or_shortfall"]
         and result["keys_supported_pct"] == 100
         and result["distractors_supported"] == 0
         and result["near_duplicates"] == 0
         and result["query_cites_same_source_pct"] >= 80
+        and result["mechanical"]["pass_all_pct"] >= 90
+        and result["bloom"]["met"]
+        and result["two_seed_overlap_pct"] <= 40
+        and result.get("topic_without_chapter_number", {}).get("found", True)
     )
 
 
@@ -186,7 +256,8 @@ async def run(datasets: Sequence[Path], url: str | None, data_dir: Path) -> list
     async with system as base_url, httpx.AsyncClient(base_url=base_url, timeout=120) as client:
         for dataset in datasets:
             results.append(await one_corpus(client, dataset, data_dir / "models" / "all-MiniLM-L6-v2-int8"))
-            print(json.dumps({k: v for k, v in results[-1].items() if k != "query_misses"}), file=sys.stderr)
+            shown = {k: v for k, v in results[-1].items() if k not in {"query_misses", "papers"}}
+            print(json.dumps(shown), file=sys.stderr)
     return results
 
 
@@ -196,10 +267,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", help="a running system (default: :8000 if it answers, else one started here)")
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--out", type=Path, default=Path("reports/eval-assessments.json"))
+    parser.add_argument(
+        "--papers", type=Path, default=Path("reports/eval-assessments-papers.json"), help="every paper, to read"
+    )
     args = parser.parse_args(argv)
     results = asyncio.run(run(args.dataset or list(DEFAULT_SETS), args.url, args.data_dir))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    args.papers.write_text(json.dumps({r["dataset"]: r["papers"] for r in results}, indent=1) + "\n")
+    args.out.write_text(json.dumps([{k: v for k, v in r.items() if k != "papers"} for r in results], indent=2) + "\n")
     passed = all(targets_met(r) for r in results)
     print(f"wrote {args.out}; targets {'met' if passed else 'NOT met'}", file=sys.stderr)
     return 0 if passed else 1

