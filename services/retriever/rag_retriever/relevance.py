@@ -215,7 +215,9 @@ def absent_rare_words(question: str, texts: Sequence[str]) -> list[str]:
     rare: list[str] = []
     for word in dict.fromkeys(w.lower() for w in content_words(question)):
         parts = [x for x in re.split(r"[-_./']", word) if x]
-        if len(word) < MIN_RARE_LETTERS or any(c.isdigit() for c in word) or zipf_frequency(word, "en") >= RARE_ZIPF:
+        if len(word) < MIN_RARE_LETTERS or any(c.isdigit() for c in word) or word in _GENERIC:
+            continue
+        if max(zipf_frequency(spelling, "en") for spelling in _spellings(word)) >= RARE_ZIPF:
             continue
         if word in joined or all(x in held or stem(x) in stems for x in parts):
             continue
@@ -224,6 +226,15 @@ def absent_rare_words(question: str, texts: Sequence[str]) -> list[str]:
             continue
         rare.append(word)
     return rare
+
+
+_BRITISH = ((re.compile(r"is(e|es|ed|ing|ation|ations)$"), r"iz\1"), (re.compile(r"ys(e|es|ed|ing)$"), r"yz\1"))
+
+
+def _spellings(word: str) -> list[str]:
+    """The word and its American spelling: "summarise" is as common as "summarize" (a corpus counts
+    the two apart, and the rarer one alone would read as a rare term)."""
+    return [word, *(pattern.sub(us, word) for pattern, us in _BRITISH if pattern.search(word))]
 
 
 def unknown_words_reason(unknown: Sequence[str]) -> str | None:

@@ -117,5 +117,9 @@ def test_common_words_misspellings_and_words_the_passages_hold_are_not_rare_and_
     # "laptop" is common English; "verfy" and "certifcates" are misspellings of words the passages hold.
     question = "Can I switch off verfy on my laptop, and where do the certifcates and the tls block go?"
     assert absent_rare_words(question, TLS_PAGE) == []
+    # a request in British spelling is neither rare nor what the question is about
+    assert (
+        absent_rare_words("Summarise and analyse the trade-offs of the tls block, and prioritise them", TLS_PAGE) == []
+    )
     # held in another form: by stem ("reloading" -> "reload") or hyphenated as written
     assert absent_rare_words("Does reloading re-read the cert_file?", TLS_PAGE) == []
