@@ -1,5 +1,5 @@
 """Generate the small course the assessment tests and ``make eval-assessments`` read, from the shared
-NATS documentation: a Word handbook of four chapters and a PowerPoint deck.
+NATS documentation: a Word handbook of seven chapters and a PowerPoint deck.
 
 Writes into samples/course/corpus/:
   - operating-nats.docx  (title "Operating NATS"; front matter, then "Chapter N: <topic>" chapters,
@@ -62,6 +62,24 @@ CHAPTERS: list[tuple[str, list[str], list[str], list[str]]] = [
         ],
         ["Enable the monitoring port", "Recognise a slow consumer"],
         ["Open the varz endpoint in a browser", "Reproduce a slow consumer with a large message flood"],
+    ),
+    (
+        "Streams",
+        ["nats-concepts/jetstream/streams.md"],
+        ["Choose a stream's retention policy", "Explain how subjects map onto a stream"],
+        ["Create a stream that keeps the last 100 messages", "Mirror a stream into a second one"],
+    ),
+    (
+        "Consumers",
+        ["nats-concepts/jetstream/consumers.md"],
+        ["Tell a pull consumer from a push consumer", "Choose an acknowledgement policy"],
+        ["Create a durable pull consumer and fetch a batch", "Redeliver a message that was not acknowledged"],
+    ),
+    (
+        "Leaf nodes",
+        ["running-a-nats-service/configuration/leafnodes/README.md"],
+        ["Connect a leaf node to a cluster", "Explain how leaf nodes extend a security domain"],
+        ["Configure a leaf node with credentials", "Send a message from the leaf node to the hub"],
     ),
 ]
 DECK_SOURCE = "running-a-nats-service/configuration/clustering/README.md"

@@ -9,6 +9,7 @@ text that ingest marked as planted instructions (``unmarked_candidates``).
 from __future__ import annotations
 
 import random
+import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,8 +108,8 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
     """The sentences passage by passage (the retriever's first is the question's seeded topic), each
     passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
-    own place: questions on the same passages start from different sentences, two seeds from
-    different topics and different sentences."""
+    own place, the seed's own half of them first (``seed_half``): questions on the same passages
+    start from different sentences, two consecutive seeds from different halves of the material."""
     out: list[Sentence] = []
     numbers = list(dict.fromkeys(s.passage.n for s in sentences))
     rest = numbers[1:]
@@ -116,6 +117,15 @@ def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentenc
     for n in numbers[:1] + rest:
         order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
         random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
-        start = index % len(order)
-        out += order[start:] + order[:start]
+        for half in (True, False):
+            part = [s for s in order if seed_half(normal_words(s.text), seed) is half]
+            start = index % len(part) if part else 0
+            out += part[start:] + part[:start]
     return out
+
+
+def seed_half(key: str, seed: int) -> bool:
+    """Whether ``key`` (a normalised sentence) is in the seed's own half of the material: a stable
+    hash splits it in two, odd seeds take one half first and even seeds the other (as the retriever
+    splits topics), so a paper and its second version rest on different sentences where they can."""
+    return zlib.crc32(key.encode()) % 2 == seed % 2

@@ -46,7 +46,7 @@ from rag_generator.forms_text import (
     term_candidates,
 )
 from rag_generator.linguistics import Term, question_for
-from rag_generator.material import Sentence, content_sentences, seeded, unmarked_candidates
+from rag_generator.material import Sentence, content_sentences, seed_half, seeded, unmarked_candidates
 
 __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_question"]
 
@@ -289,12 +289,14 @@ def write_question(
     if not sentences:
         return None
     for level in _levels_from(spec.bloom):
-        if spec.kind == "mcq":
-            for form in MCQ_FORMS.get(level, ()):
-                for s in sentences:
-                    draft = form(s, pool, embed, rng)
-                    if draft:
-                        return _question(spec, level, draft, rng)
+        if spec.kind == "mcq":  # the seed's own half of the sentences by every form, then the rest
+            own = [s for s in sentences if seed_half(normal_words(s.text), seed)]
+            for group in (own, [s for s in sentences if s not in own]):
+                for form in MCQ_FORMS.get(level, ()):
+                    for s in group:
+                        draft = form(s, pool, embed, rng)
+                        if draft:
+                            return _question(spec, level, draft, rng)
         else:
             if spec.kind == "long" and level == "remember":
                 continue  # a long answer is more than a recall

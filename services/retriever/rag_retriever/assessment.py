@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -107,8 +108,9 @@ def plan_specs(blueprint: Blueprint) -> list[QuestionSpec]:
 def assign_topics(
     specs: Sequence[QuestionSpec], sections: Sequence[Section], seed: int, min_words: int = 25
 ) -> list[QuestionSpec]:
-    """Give each spec a section of its unit to draw from: sections in a seeded order, each used
-    once before any is used again; long questions take the longest sections first."""
+    """Give each spec a section of its unit to draw from: sections in a seeded order, the seed's own
+    half first (``seed_half``), each used once before any is used again; long questions take the
+    longest sections of that half first."""
     rng = random.Random(seed)
     queues: dict[tuple[str, str], list[Section]] = {}
     out: list[QuestionSpec] = []
@@ -118,11 +120,7 @@ def assign_topics(
             content = [s for s in unit_sections(sections, spec.unit) if content_section(s.heading)]
             content = content or unit_sections(sections, spec.unit)
             pool = [s for s in content if s.words >= min_words] or content
-            pool = list(pool)
-            rng.shuffle(pool)
-            if spec.kind == "long":
-                pool.sort(key=lambda s: s.words, reverse=True)
-            queues[key] = pool
+            queues[key] = _seed_order(pool, rng, seed, spec.kind == "long")
         queue = queues[key]
         if not queue:
             out.append(spec)
@@ -138,7 +136,8 @@ def reassign_topics(
 ) -> list[QuestionSpec]:
     """Give each spec to write again a section of its unit that no question of the paper drew on
     (``taken``: the topics already assigned), so its question comes from other passages: sections in
-    a seeded order, each given once, long questions served first and the longest first. A spec whose
+    a seeded order (the seed's own half first), each given once, long questions served first and the
+    longest first. A spec whose
     unit has no such section keeps its own (the recipe then ranks the chunks it used last)."""
     rng = random.Random(f"{seed}:regenerate")
     taken = set(taken)
@@ -150,12 +149,24 @@ def reassign_topics(
         pool = [s for s in unit if s.words >= min_words] or unit
         if not pool:
             continue
-        rng.shuffle(pool)
-        if spec.kind == "long":
-            pool.sort(key=lambda s: s.words, reverse=True)
-        topic = _topic_of(pool[0])
+        topic = _topic_of(_seed_order(pool, rng, seed, spec.kind == "long")[0])
         taken.add(topic)
         out[i] = spec.model_copy(update={"topic": topic})
+    return out
+
+
+def seed_half(key: str, seed: int) -> bool:
+    """Whether ``key`` (a topic, a sentence) is in the seed's own half of the material: a stable
+    hash splits it in two, odd seeds take one half first and even seeds the other, so two
+    consecutive seeds (a paper and its second version) start from different material."""
+    return zlib.crc32(key.encode()) % 2 == seed % 2
+
+
+def _seed_order(pool: Sequence[Section], rng: random.Random, seed: int, longest: bool) -> list[Section]:
+    """The sections in a seeded order, the seed's own half first (``longest``: by length in each)."""
+    out = list(pool)
+    rng.shuffle(out)
+    out.sort(key=lambda s: (not seed_half(_topic_of(s), seed), -s.words if longest else 0))
     return out
 
 

@@ -183,3 +183,15 @@ def test_the_two_long_questions_go_to_the_highest_levels_asked() -> None:
     specs = plan_specs(blueprint)
     assert [s.bloom for s in specs if s.kind == "long"] == ["evaluate", "analyze"]
     assert {s.bloom for s in specs if s.kind == "short"} == {"remember", "understand", "analyze", "evaluate"}
+
+
+def test_two_consecutive_seeds_draw_first_on_different_sections() -> None:
+    from rag_retriever.units import Section
+
+    sections = [Section("ops.md", ("Operations", f"Service {n}"), 80 + n, 1) for n in range(16)]
+    blueprint = Blueprint(counts={"mcq": 6, "short": 2}, bloom_levels=["remember"])
+    for first in (1, 3, 5):
+        one, two = (
+            {spec.topic for spec in assign_topics(plan_specs(blueprint), sections, seed)} for seed in (first, first + 1)
+        )
+        assert len(one & two) / min(len(one), len(two)) <= 0.4, sorted(one & two)
