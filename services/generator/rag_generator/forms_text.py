@@ -207,6 +207,7 @@ class Pool:
     terms: list[Term] = field(default_factory=list)
     clauses: list[str] = field(default_factory=list)  # "because ...", "to ...", "so that ...", "by ..."
     meanings: list[str] = field(default_factory=list)  # the predicate of a definition: "a string that ..."
+    defines: dict[str, str] = field(default_factory=dict)  # a meaning -> the term it defines there
 
 
 def build_pool(passages: Sequence[Passage]) -> Pool:
@@ -227,4 +228,17 @@ def build_pool(passages: Sequence[Passage]) -> Pool:
         if meaning and normal_words(meaning[1]) not in seen:
             seen.add(normal_words(meaning[1]))
             pool.meanings.append(meaning[1])
+            pool.defines[meaning[1]] = meaning[0]
     return pool
+
+
+def other_subjects(term: str, pool: Pool) -> list[str]:
+    """The pool's meanings that define something else than ``term``: what another sentence says
+    "Northwind Standard" is would be a second right answer to "Which description fits Northwind
+    Standard plan?"."""
+    own = normal_words(term)
+    return [
+        m
+        for m in pool.meanings
+        if not ((other := normal_words(pool.defines.get(m, ""))) and (other in own or own in other))
+    ]

@@ -40,6 +40,7 @@ from rag_generator.forms_text import (
     advice,
     build_pool,
     definition,
+    other_subjects,
     pick,
     reason,
     scenario,
@@ -140,7 +141,7 @@ def _meaning(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -
     if not found:
         return None
     term, meaning = found
-    distractors = pick(meaning, pool.meanings, [s.passage], embed, rng)
+    distractors = pick(meaning, other_subjects(term, pool), [s.passage], embed, rng)
     if len(distractors) < 3:
         return None
     return f"Which description fits {term}?", meaning, [meaning, *distractors], 0, [(meaning, s)], "meaning"

@@ -10,6 +10,7 @@ from rag_common.text.term_shape import shape_mismatch
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import BLOOM_FORMS, QuestionSpec
 from rag_evaluator.question_checks import validate
+from rag_generator.forms_text import other_subjects
 from rag_generator.questions import term_pool, write_question
 
 pytestmark = pytest.mark.unit
@@ -203,3 +204,23 @@ def test_two_seeds_draw_on_different_sentences() -> None:
 
     first, second = sentences(1), sentences(2)
     assert len(first & second) / min(len(first), len(second)) <= 0.4
+
+
+PLANS = Passage(
+    n=7,
+    source="benefits.pdf",
+    section="Plans",
+    text=(
+        "Northwind Standard is a basic plan that provides coverage for medical, vision, and dental services. "
+        "The Northwind Standard plan is a contract between the employee and Northwind Health. "
+        "A copay is a fixed amount that the member pays for a covered service. "
+        "An appeal is a written request for the plan to reconsider a decision about a claim."
+    ),
+)
+
+
+def test_a_description_of_the_same_subject_is_never_a_distractor_for_it() -> None:
+    pool = term_pool([PLANS])
+    offered = other_subjects("Northwind Standard plan", pool)
+    assert not any(m.startswith("a basic plan") or m.startswith("a contract") for m in offered)
+    assert any(m.startswith("a fixed amount") for m in offered)
