@@ -177,6 +177,17 @@ def _plural(word: str) -> str:
     return word if word.endswith("s") else word + "s"
 
 
+# The question word for a term of each kind (a person and a quantity with its unit are asked apart).
+_WH_BY_KIND = {
+    "number": "how many",
+    "money": "how much",
+    "percent": "what percentage",
+    "setting": "which setting",
+    "flag": "which flag",
+    "command": "which command",
+}
+
+
 def wh_phrase(term: Term) -> str:
     """How the question asks for the term: by its type."""
     if term.label == "PERSON":
@@ -184,21 +195,9 @@ def wh_phrase(term: Term) -> str:
     if term.kind == "quantity":
         unit = re.findall(r"[A-Za-z]+", term.text)
         return f"how many {_plural(unit[-1].lower())}" if unit else "how many"
-    if term.kind == "number":
-        return "how many"
-    if term.kind == "money":
-        return "how much"
-    if term.kind == "percent":
-        return "what percentage"
-    if term.label in {"DATE", "TIME"}:
+    if term.label in {"DATE", "TIME"} and term.kind not in {"number", "money", "percent"}:
         return "when"
-    if term.kind == "setting":
-        return "which setting"
-    if term.kind == "flag":
-        return "which flag"
-    if term.kind == "command":
-        return "which command"
-    return "what"
+    return _WH_BY_KIND.get(term.kind, "what")
 
 
 def _finish(text: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_common.wire.messages import IngestRequested, Passage
+from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
     AssessmentItem,
     AssessmentState,
@@ -25,9 +25,7 @@ from rag_evaluator.assessing import check_items, finish
 from rag_gateway.exports import to_gift, to_markdown
 from rag_generator.assessing import parse_model_question, question_prompt
 from rag_generator.questions import term_pool, write_question
-from rag_ingest.chunking import chunk_blocks
-from rag_ingest.parsing import parse_document
-from rag_ingest.pipeline import chunk_payload
+from tests.support.ingested import ingested_passages
 
 pytestmark = pytest.mark.unit
 
@@ -37,25 +35,7 @@ PAYLOADS = ("$99/month", "maintenance mode", "shutting down", "hunter2", "attack
 
 def forum_passages() -> list[Passage]:
     """The forum's chunks as the retriever hands them to an assessment: text and ingest's marks."""
-    request = IngestRequested(
-        request_id="r", document_id="d", collection="c", source=FORUM.name, object_name="o", content_hash="h", size=1
-    )
-    blocks = parse_document(FORUM.name, FORUM.read_bytes())
-    chunks = chunk_blocks(blocks, lambda t: len(t.split()), max_tokens=200, overlap_tokens=0, min_tokens=1)
-    passages = []
-    for n, chunk in enumerate(chunks, start=1):
-        payload = chunk_payload(request, chunk)
-        passages.append(
-            Passage(
-                n=n,
-                source=payload.source,
-                section=payload.section,
-                chunk_index=payload.chunk_index,
-                text=payload.text,
-                injection_spans=payload.injection_spans,
-            )
-        )
-    return passages
+    return ingested_passages(FORUM.name, FORUM.read_bytes())
 
 
 def seen(question: Question) -> str:

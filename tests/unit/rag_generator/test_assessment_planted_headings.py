@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from rag_common.wire.messages import IngestRequested, Passage
+from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
     AssessmentItem,
     AssessmentState,
@@ -25,9 +25,7 @@ from rag_gateway.exports import to_gift, to_markdown
 from rag_gateway.moodle import to_moodle_xml
 from rag_generator.assessing import readable
 from rag_generator.questions import term_pool, write_question
-from rag_ingest.chunking import chunk_blocks
-from rag_ingest.parsing import parse_document
-from rag_ingest.pipeline import chunk_payload
+from tests.support.ingested import ingested_passages
 
 pytestmark = pytest.mark.unit
 
@@ -47,25 +45,7 @@ The Quartz relay accepts 400 connections. Each connection times out after 45 sec
 def passages() -> list[Passage]:
     """The document's chunks as the retriever hands them to an assessment, each under its own heading
     as an index written before ingest withheld planted headings (index format 5) still holds it."""
-    request = IngestRequested(
-        request_id="r", document_id="d", collection="c", source="quartz.md", object_name="o", content_hash="h", size=1
-    )
-    blocks = parse_document("quartz.md", DOCUMENT.encode())
-    chunks = chunk_blocks(blocks, lambda t: len(t.split()), max_tokens=200, overlap_tokens=0, min_tokens=1)
-    out = []
-    for n, chunk in enumerate(chunks, start=1):
-        payload = chunk_payload(request, chunk)
-        out.append(
-            Passage(
-                n=n,
-                source=payload.source,
-                section=chunk.section,
-                chunk_index=payload.chunk_index,
-                text=payload.text,
-                injection_spans=payload.injection_spans,
-            )
-        )
-    return out
+    return ingested_passages("quartz.md", DOCUMENT.encode(), stored_section=False)
 
 
 def shown(question: Question) -> str:
