@@ -9,20 +9,18 @@ text that ingest marked as planted instructions (``unmarked_candidates``).
 from __future__ import annotations
 
 import random
-import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rag_common.text.askable import MAX_WORDS, MIN_WORDS, clean_sentence
 from rag_common.text.quotable import Candidate, candidate_sentences
+from rag_common.text.seeding import seed_half
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_generator.linguistics import (
-    MAX_WORDS,
-    MIN_WORDS,
     Term,
-    clean_sentence,
     content_section,
     content_sentence,
     parse,
@@ -108,8 +106,8 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
     """The sentences passage by passage (the retriever's first is the question's seeded topic), each
     passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
-    own place, the seed's own half of them first (``seed_half``): questions on the same passages
-    start from different sentences, two consecutive seeds from different halves of the material."""
+    own place, the seed's own half of them first (``rag_common.text.seeding``): questions on the same
+    passages start from different sentences, the two seeds of a pair from different halves of them."""
     out: list[Sentence] = []
     numbers = list(dict.fromkeys(s.passage.n for s in sentences))
     rest = numbers[1:]
@@ -122,10 +120,3 @@ def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentenc
             start = index % len(part) if part else 0
             out += part[start:] + part[:start]
     return out
-
-
-def seed_half(key: str, seed: int) -> bool:
-    """Whether ``key`` (a normalised sentence) is in the seed's own half of the material: a stable
-    hash splits it in two, odd seeds take one half first and even seeds the other (as the retriever
-    splits topics), so a paper and its second version rest on different sentences where they can."""
-    return zlib.crc32(key.encode()) % 2 == seed % 2

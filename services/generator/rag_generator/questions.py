@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from rag_common.text.seeding import seed_half
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
@@ -47,7 +48,7 @@ from rag_generator.forms_text import (
     term_candidates,
 )
 from rag_generator.linguistics import Term, question_for
-from rag_generator.material import Sentence, content_sentences, seed_half, seeded, unmarked_candidates
+from rag_generator.material import Sentence, content_sentences, seeded, unmarked_candidates
 
 __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_question"]
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import math
 import random
 import re
-import zlib
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from rag_common.store.contract import Hit
 from rag_common.text.course_parts import content_section
+from rag_common.text.seeding import seed_half
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
@@ -109,8 +110,8 @@ def assign_topics(
     specs: Sequence[QuestionSpec], sections: Sequence[Section], seed: int, min_words: int = 25
 ) -> list[QuestionSpec]:
     """Give each spec a section of its unit to draw from: sections in a seeded order, the seed's own
-    half first (``seed_half``), each used once before any is used again; long questions take the
-    longest sections of that half first."""
+    half first (``rag_common.text.seeding``), each used once before any is used again; long
+    questions take the longer half of the sections first."""
     rng = random.Random(seed)
     queues: dict[tuple[str, str], list[Section]] = {}
     out: list[QuestionSpec] = []
@@ -136,8 +137,8 @@ def reassign_topics(
 ) -> list[QuestionSpec]:
     """Give each spec to write again a section of its unit that no question of the paper drew on
     (``taken``: the topics already assigned), so its question comes from other passages: sections in
-    a seeded order (the seed's own half first), each given once, long questions served first and the
-    longest first. A spec whose
+    a seeded order (the seed's own half first), each given once, long questions served first and from
+    the longer half of the sections. A spec whose
     unit has no such section keeps its own (the recipe then ranks the chunks it used last)."""
     rng = random.Random(f"{seed}:regenerate")
     taken = set(taken)
@@ -155,18 +156,14 @@ def reassign_topics(
     return out
 
 
-def seed_half(key: str, seed: int) -> bool:
-    """Whether ``key`` (a topic, a sentence) is in the seed's own half of the material: a stable
-    hash splits it in two, odd seeds take one half first and even seeds the other, so two
-    consecutive seeds (a paper and its second version) start from different material."""
-    return zlib.crc32(key.encode()) % 2 == seed % 2
-
-
 def _seed_order(pool: Sequence[Section], rng: random.Random, seed: int, longest: bool) -> list[Section]:
-    """The sections in a seeded order, the seed's own half first (``longest``: by length in each)."""
+    """The sections in a seeded order, the seed's own half first (``rag_common.text.seeding``);
+    ``longest``: for a long answer, the longer half of the sections before the rest, each part in
+    that order (the longest first would give every seed the same few sections)."""
     out = list(pool)
     rng.shuffle(out)
-    out.sort(key=lambda s: (not seed_half(_topic_of(s), seed), -s.words if longest else 0))
+    cut = statistics.median(s.words for s in out) if out else 0
+    out.sort(key=lambda s: (longest and s.words < cut, not seed_half(_topic_of(s), seed)))
     return out
 
 
