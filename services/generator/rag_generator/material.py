@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rag_common.text.askable import MAX_WORDS, MIN_WORDS, clean_sentence
 from rag_common.text.quotable import Candidate, candidate_sentences
-from rag_common.text.seeding import seed_half
+from rag_common.text.seeding import SEEDS_APART, seed_rank
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_generator.linguistics import (
@@ -106,8 +106,9 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
     """The sentences passage by passage (the retriever's first is the question's seeded topic), each
     passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
-    own place, the seed's own half of them first (``rag_common.text.seeding``): questions on the same
-    passages start from different sentences, the two seeds of a pair from different halves of them."""
+    own place, the seed's own part of them first, then the next seed's (``rag_common.text.seeding``):
+    questions on the same passages start from different sentences, seeds of a four from different
+    parts of them."""
     out: list[Sentence] = []
     numbers = list(dict.fromkeys(s.passage.n for s in sentences))
     rest = numbers[1:]
@@ -115,8 +116,8 @@ def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentenc
     for n in numbers[:1] + rest:
         order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
         random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
-        for half in (True, False):
-            part = [s for s in order if seed_half(normal_words(s.text), seed) is half]
+        for rank in range(SEEDS_APART):
+            part = [s for s in order if seed_rank(normal_words(s.text), seed) == rank]
             start = index % len(part) if part else 0
             out += part[start:] + part[:start]
     return out

@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from rag_common.text.seeding import seed_half
+from rag_common.text.seeding import SEEDS_APART, seed_rank
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
@@ -291,9 +291,10 @@ def write_question(
     if not sentences:
         return None
     for level in _levels_from(spec.bloom):
-        if spec.kind == "mcq":  # the seed's own half of the sentences by every form, then the rest
-            own = [s for s in sentences if seed_half(normal_words(s.text), seed)]
-            for group in (own, [s for s in sentences if s not in own]):
+        if spec.kind == "mcq":  # the seed's own part of the sentences by every form, then the next part
+            ranks = [seed_rank(normal_words(s.text), seed) for s in sentences]
+            for rank in range(SEEDS_APART):
+                group = [s for s, r in zip(sentences, ranks, strict=True) if r == rank]
                 for form in MCQ_FORMS.get(level, ()):
                     for s in group:
                         draft = form(s, pool, embed, rng)

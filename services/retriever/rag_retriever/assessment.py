@@ -24,7 +24,7 @@ from typing import Any
 
 from rag_common.store.contract import Hit
 from rag_common.text.course_parts import content_section
-from rag_common.text.seeding import seed_half
+from rag_common.text.seeding import seed_rank
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
@@ -110,7 +110,7 @@ def assign_topics(
     specs: Sequence[QuestionSpec], sections: Sequence[Section], seed: int, min_words: int = 25
 ) -> list[QuestionSpec]:
     """Give each spec a section of its unit to draw from: sections in a seeded order, the seed's own
-    half first (``rag_common.text.seeding``), each used once before any is used again; long
+    part first (``rag_common.text.seeding``), each used once before any is used again; long
     questions take the longer half of the sections first."""
     rng = random.Random(seed)
     queues: dict[tuple[str, str], list[Section]] = {}
@@ -137,7 +137,7 @@ def reassign_topics(
 ) -> list[QuestionSpec]:
     """Give each spec to write again a section of its unit that no question of the paper drew on
     (``taken``: the topics already assigned), so its question comes from other passages: sections in
-    a seeded order (the seed's own half first), each given once, long questions served first and from
+    a seeded order (the seed's own part first), each given once, long questions served first and from
     the longer half of the sections. A spec whose
     unit has no such section keeps its own (the recipe then ranks the chunks it used last)."""
     rng = random.Random(f"{seed}:regenerate")
@@ -157,13 +157,13 @@ def reassign_topics(
 
 
 def _seed_order(pool: Sequence[Section], rng: random.Random, seed: int, longest: bool) -> list[Section]:
-    """The sections in a seeded order, the seed's own half first (``rag_common.text.seeding``);
+    """The sections in a seeded order, the seed's own part first (``rag_common.text.seeding``);
     ``longest``: for a long answer, the longer half of the sections before the rest, each part in
     that order (the longest first would give every seed the same few sections)."""
     out = list(pool)
     rng.shuffle(out)
     cut = statistics.median(s.words for s in out) if out else 0
-    out.sort(key=lambda s: (longest and s.words < cut, not seed_half(_topic_of(s), seed)))
+    out.sort(key=lambda s: (longest and s.words < cut, seed_rank(_topic_of(s), seed)))
     return out
 
 

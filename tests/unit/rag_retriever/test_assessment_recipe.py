@@ -195,3 +195,15 @@ def test_two_consecutive_seeds_draw_first_on_different_sections() -> None:
             {spec.topic for spec in assign_topics(plan_specs(blueprint), sections, seed)} for seed in (first, first + 1)
         )
         assert len(one & two) / min(len(one), len(two)) <= 0.4, sorted(one & two)
+
+
+def test_any_two_seeds_draw_first_on_different_sections_where_the_unit_has_enough() -> None:
+    from itertools import combinations
+
+    from rag_retriever.units import Section
+
+    sections = [Section("ops.md", ("Operations", f"Service {n}"), 80 + n, 1) for n in range(40)]
+    blueprint = Blueprint(counts={"mcq": 6, "short": 2}, bloom_levels=["remember"])
+    topics = {seed: {spec.topic for spec in assign_topics(plan_specs(blueprint), sections, seed)} for seed in range(9)}
+    for a, b in combinations(topics, 2):  # 1 and 3 as much as 1 and 2: not the same half by parity
+        assert len(topics[a] & topics[b]) / 8 <= 0.4, (a, b, sorted(topics[a] & topics[b]))
