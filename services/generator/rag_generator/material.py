@@ -104,20 +104,22 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 
 
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
-    """The sentences passage by passage (the retriever's first is the question's seeded topic), each
-    passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
-    own place, the seed's own part of them first, then the next seed's (``rag_common.text.seeding``):
-    questions on the same passages start from different sentences, seeds of a four from different
-    parts of them."""
-    out: list[Sentence] = []
+    """The sentences in the seed's order of parts (``rag_common.text.seeding``: its own part of the
+    material, then the next seed's, ...), and in each part passage by passage (the retriever's first
+    is the question's seeded topic, the others in a seeded order), each passage's in the paper's own
+    order (one shuffle per seed) starting at the ``index``-th question's own place. Questions on the
+    same passages start from different sentences; seeds of a four from different parts, even where a
+    form finds what it needs in few sentences (a definition to compare) and the topic's passage has
+    none of its own part."""
     numbers = list(dict.fromkeys(s.passage.n for s in sentences))
     rest = numbers[1:]
     random.Random(f"{seed}:{index}").shuffle(rest)  # after the topic's passage, the others in a seeded order
+    parts: list[list[list[Sentence]]] = [[] for _ in range(SEEDS_APART)]
     for n in numbers[:1] + rest:
         order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
         random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
         for rank in range(SEEDS_APART):
             part = [s for s in order if seed_rank(normal_words(s.text), seed) == rank]
             start = index % len(part) if part else 0
-            out += part[start:] + part[:start]
-    return out
+            parts[rank].append(part[start:] + part[:start])
+    return [s for part in parts for passage in part for s in passage]

@@ -3,9 +3,9 @@ different sentences where the material has enough of them: 2.5 times the sentenc
 
 from __future__ import annotations
 
-import pytest
-
 from itertools import combinations
+
+import pytest
 
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
@@ -84,8 +84,12 @@ def test_two_consecutive_seeds_share_at_most_40_percent_of_their_sentences(first
     assert len(one & two) / 4 <= 0.4, sorted(one & two)
 
 
-def test_any_two_seeds_share_at_most_40_percent_of_their_sentences_on_enough_material() -> None:
-    papers = {seed: paper_sentences(seed, passages=ENOUGH) for seed in range(9)}
+def test_any_two_seeds_of_a_four_share_at_most_40_percent_of_their_sentences_on_enough_material() -> None:
+    papers = {seed: paper_sentences(seed, passages=ENOUGH) for seed in range(12)}
     assert all(len(sentences) == 4 for sentences in papers.values())
-    for a, b in combinations(papers, 2):  # 1 and 3 as much as 1 and 2: not two halves by parity
-        assert len(papers[a] & papers[b]) / 4 <= 0.4, (a, b, sorted(papers[a] & papers[b]))
+    for a, b in combinations(papers, 2):
+        if a // 4 == b // 4:  # 1 and 3 as much as 1 and 2: not the same half for two odd seeds
+            assert len(papers[a] & papers[b]) / 4 <= 0.4, (a, b, sorted(papers[a] & papers[b]))
+    # Seeds of different fours order the sentences independently: they share about 4 / 28 of them.
+    shares = [len(papers[a] & papers[b]) / 4 for a, b in combinations(papers, 2) if a // 4 != b // 4]
+    assert sum(shares) / len(shares) <= 0.25

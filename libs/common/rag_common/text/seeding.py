@@ -15,8 +15,19 @@ about 2n / N.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
 SEEDS_APART = 4  # seeds whose papers start from disjoint parts of the material
+
+
+def _place(key: str, seed: int) -> int:
+    """Where ``key`` falls in its four's order of the material.
+
+    A cryptographic hash: crc32 is linear, so two fours would split keys of equal length alike,
+    parts renamed, and seeds of different fours would share whole parts.
+    """
+    digest = hashlib.blake2b(f"{seed // SEEDS_APART}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
 
 
 def seed_rank(key: str, seed: int) -> int:
@@ -24,7 +35,15 @@ def seed_rank(key: str, seed: int) -> int:
 
     0 when it is in the seed's own part of the material, 1 in the next seed's, and so on.
     """
-    # A cryptographic hash: crc32 is linear, so two fours' splits of equal-length keys would be the
-    # same split with its parts renamed, and seeds of different fours would share whole parts.
-    digest = hashlib.blake2b(f"{seed // SEEDS_APART}:{key}".encode(), digest_size=8).digest()
-    return (int.from_bytes(digest, "big") - seed) % SEEDS_APART
+    return (_place(key, seed) - seed) % SEEDS_APART
+
+
+def seed_ranks(keys: Iterable[str], seed: int) -> dict[str, int]:
+    """``seed_rank`` of every key of a pool known whole (a unit's sections), the parts even.
+
+    The keys in their four's order are dealt to the parts in turn, so the parts differ in size by
+    one at most and a paper of n topics out of 2.5 n shares at most 37.5 % of them with another
+    seed of its four.
+    """
+    order = sorted(set(keys), key=lambda key: _place(key, seed))
+    return {key: (place - seed) % SEEDS_APART for place, key in enumerate(order)}
