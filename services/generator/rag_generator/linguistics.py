@@ -179,11 +179,43 @@ def _finish(text: str) -> str:
     return text[:1].upper() + text[1:] + "?"
 
 
+# What joins a second main clause to the first: cut with it, the question keeps the first clause.
+_CLAUSE_JOINT = re.compile(r"[\s,;:]*(?:\b(?:and|but|or|so|yet|while|whereas)\b)?[\s,;:]*$", re.IGNORECASE)
+
+
+def first_clause_end(doc: Doc) -> int | None:
+    """Where a second clause with a subject of its own is joined to the main one ("..., and the
+    default ping interval is ..."), as a character offset; None when there is none. A question asks
+    one thing: "What can be tuned ..., and some clients allow buffer sizes to be adjusted?" reads
+    the second clause as part of what is asked. The parser may hang the second clause on a clause
+    of the main one (a "that" clause): one level down counts too, after a comma."""
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if not roots:
+        return None
+    root = roots[0]
+    for token in doc[root.i + 1 :]:
+        if token.dep_ != "conj" or token.pos_ not in {"VERB", "AUX"} or token.head.i < root.i:
+            continue
+        if token.head != root and token.head.head != root:
+            continue
+        if not any(child.dep_ in SUBJECTS for child in token.children):
+            continue
+        start = token.left_edge.i
+        joint = [t.text for t in doc[max(0, start - 2) : start]]
+        if token.head == root or "," in joint or ";" in joint:
+            return token.left_edge.idx - doc[0].idx
+    return None
+
+
 def question_for(doc: Doc, term: Term) -> str | None:
     """The sentence as a question asking for ``term``: a subject is replaced by its wh-word in front
     ("What allows clients to connect?"), a value or a code term in place ("... defaults to how many
-    minutes?"); None when the term cannot be asked for so."""
+    minutes?"); None when the term cannot be asked for so. A second main clause joined to the one
+    holding the term is left out (``first_clause_end``)."""
     text = doc.text.strip()
+    cut = first_clause_end(doc)
+    if cut is not None and cut > term.end:
+        text = _CLAUSE_JOINT.sub("", text[:cut])
     before, after = text[: term.start], text[term.end :]
     lead = re.sub(r"\b(?:the|a|an)\s*$", "", before, flags=re.IGNORECASE)
     if term.role == "subject" and (not lead.strip() or lead.rstrip().endswith(",")):
