@@ -157,7 +157,8 @@ def test_with_no_stored_score_at_all_the_model_ranks_or_else_words_alone() -> No
         return [0.9 if "timeline" in s else 0.1 for s in sentences]
 
     answer = extractive_answer(question, [*PASSAGES, other], scorer=model, stored={}, max_sentences=1)
-    assert asked and "timeline view" in answer
+    assert asked
+    assert "timeline view" in answer
     words_only = extractive_answer(question, [*PASSAGES, other], max_sentences=1)
     assert extractive_answer(question, [*PASSAGES, other], stored={}, max_sentences=1) == words_only
 
