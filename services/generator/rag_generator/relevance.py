@@ -129,8 +129,8 @@ def score_units(
 ) -> list[Scored]:
     """Every candidate's relevance to the question, best first.
 
-    The similarities come from ``stored`` when every shortlisted unit's passage has stored scores
-    (``_stored``), else from the ``scorer`` (the model), else there are none and words alone
+    The similarities come from ``stored`` when any passage has stored scores (``_stored``), else
+    from the ``scorer`` (the model), else there are none and words alone
     decide: one answer's units are never ranked by a mix of the two (stored vectors are pooled in
     context, the model's are not).
     """
@@ -192,20 +192,27 @@ def score_units(
 
 
 def _stored(units: Sequence[Candidate], stored: StoredScores) -> list[float] | None:
-    """Each unit's stored similarity (by its passage and text), or None when a unit's passage has
-    none at all (chunks indexed without sentence vectors: the model, if loaded, ranks them all).
+    """Each unit's stored similarity (by its passage and text), or None when no passage has any
+    (a collection indexed without sentence vectors: the model, if loaded, ranks the units).
 
     A passage joined with its neighbouring chunks can hold a unit that no chunk held whole (a
     sentence the chunk boundary cut in two), and a line of code has no stored vector: such a unit
     takes its passage's median stored score, neither promoted nor sunk by the semantic side, so
-    words, its type and the rank prior place it (sending the whole ranking to the model instead
-    cost 13 of 100 benchmark answers ~130 ms of CPU each: the generation profile).
+    words, its type and the rank prior place it. A passage with no stored score at all (a chunk of
+    code or navigation alone) gives its units the median of the other passages' scores, for the
+    same reason: sending the whole ranking to the model instead cost one benchmark question in ten
+    about 100 ms of CPU, more than the rest of its answer.
     """
+    every = [value for scores in stored.values() for value in scores.values()]
+    if not every:
+        return None
+    overall = statistics.median(every)
     found = []
     for unit in units:
         scores = stored.get(unit.n)
         if not scores:
-            return None
+            found.append(overall)
+            continue
         value = scores.get(sentence_key(unit.text))
         found.append(float(value) if value is not None else statistics.median(scores.values()))
     return found

@@ -1,5 +1,5 @@
 """No Python module outside the tests is over 500 lines: a longer one is split by role into sibling
-modules (docs/decisions/0305-tests-mirror-the-packages-and-modules-stay-short.md)."""
+modules (docs/decisions/0355-decisions-in-force-from-0290-to-0330.md)."""
 
 from __future__ import annotations
 

@@ -74,9 +74,9 @@ OTHERS: tuple[Other, ...] = (
     Other(
         "RAG_ONNX_SPINNING",
         "`true`",
-        "ingest, retriever, generator",
-        "whether onnxruntime's idle threads spin after each model run: `true` answers one question fastest, "
-        "`false` leaves the cores to nats-server and the other stages on a busy machine",
+        "retriever",
+        "whether the cross-encoder's idle onnxruntime threads spin after each run (`true`: lowest latency); "
+        "the embedding models run single-threaded and never spin",
     ),
     Other("RAG_URL", "`http://127.0.0.1:8000`", "`rag` CLI, `rag_client`", "the gateway to talk to"),
     Other("RAG_API_KEY", "unset", "`rag` CLI, `rag_client`, `rag-eval`", "API key sent as a bearer token"),

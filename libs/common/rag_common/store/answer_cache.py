@@ -25,7 +25,7 @@ A question is served from the cache when, all at once:
   "eu" "us": ``cache_match.may_serve``, docs/decisions/0300-decisions-in-force.md). The same
   normalised question is found by its key at once.
 
-Two owners, one for each end (docs/decisions/0320-each-question-s-work-once.md): the retriever
+Two owners, one for each end (docs/decisions/0355-decisions-in-force-from-0290-to-0330.md): the retriever
 alone looks up, first thing (the same normalised question by its key, before any model run; then,
 with the question embedded, the nearest kept one in its in-memory ``Mirror``). It is the first
 stage that has both what a lookup needs: the router's verdict on the question and its vector,

@@ -118,14 +118,13 @@ class WordPieces:
 class Embedder:
     """Embeds passages and queries; safe to share between services in one process.
 
-    Two sessions of the same model: queries and short lists run on one that spreads each run over
-    the cores (lowest latency for one text); passages (``embed_passages``, ingest) run batch by
-    batch on a single-threaded session, ``workers`` batches at once, each on its own core, with
-    BM25 computed meanwhile. A multi-threaded run waits for its slowest thread at every operator
-    and spins while it waits, so on a loaded machine (ingest beside its own event loop and
-    writes) it burns CPU for nothing: 95-123 ms of CPU per chunk against 74-77 single-threaded,
-    the same vectors (docs/decisions/0300-decisions-in-force.md). The
-    single-threaded session is made on the first passages (about 90 MB).
+    One single-threaded session of the model serves every caller: a question, a short list, and
+    passages' batches (``embed_passages``, ingest), ``workers`` batches at once, each on its own
+    core, with BM25 computed meanwhile. Parallelism comes from running several texts or questions
+    at once, never from splitting one run over the cores: a multi-threaded run waits for its
+    slowest thread at every operator and spins while it waits. A question took 9.1 ms of CPU on
+    two threads against 6.9 ms on one (0.8 ms longer), and the waiting threads' spinning doubled
+    the CPU a question costs over NATS (docs/decisions/0350-one-single-threaded-model-session.md).
     """
 
     def __init__(self, model_dir: Path, workers: int | None = None) -> None:
@@ -146,11 +145,8 @@ class Embedder:
                 dim=DENSE_DIM,
                 model_file="model.onnx",
             )
-        self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir))
-        _lean_session(self.dense, model_dir / "model.onnx")
-        self._model_dir = model_dir
-        self._bulk: Any = None  # the single-threaded session's model, made on the first passages
-        self._bulk_lock = threading.Lock()
+        self.dense = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(model_dir), threads=1)
+        _lean_session(self.dense, model_dir / "model.onnx", threads=1)
         self.workers = workers or passage_workers()
         self._batches = ThreadPoolExecutor(self.workers, thread_name_prefix="embed-batch")
         bm25_dir = model_dir / "bm25"
@@ -170,7 +166,7 @@ class Embedder:
     ) -> tuple[list[list[float]], list[SparseVector]]:
         """Dense and BM25 vectors of passages.
 
-        The dense batches run on the single-threaded session, ``workers`` at once (shared by every
+        The dense batches run ``workers`` at once (shared by every
         caller in the process, so two documents indexed at once still run at most ``workers``
         batches), while this thread computes BM25.
         """
@@ -218,7 +214,7 @@ class Embedder:
         No extra model run: a unit's word pieces' output vectors, mean-pooled ("late chunking").
 
         The passages' vectors are exactly ``embed_passages``'s: the same batches on the same
-        single-threaded sessions (``workers`` at once, BM25 meanwhile in this thread), the same
+        session (``workers`` at once, BM25 meanwhile in this thread), the same
         model run, fastembed's own pooling of its output.
         """
         if len(units) != len(texts):
@@ -244,7 +240,7 @@ class Embedder:
         return dense, sparse, pooled
 
     def _pooled_batch(self, batch: list[str], own_units: list[Units]) -> tuple[list[list[float]], list[Pooled]]:
-        model: Any = self.bulk.model  # fastembed's OnnxTextEmbedding: its tokenizer, run and pooling
+        model: Any = self.dense.model  # fastembed's OnnxTextEmbedding: its tokenizer, run and pooling
         encodings = model.tokenize(batch)
         output = model.onnx_embed(batch)
         dense = [v.tolist() for v in model._post_process_onnx_output(output)]
@@ -255,31 +251,11 @@ class Embedder:
             pooled.append([_mean_unit(output.model_output[row], span) for span in spans])
         return dense, pooled
 
-    @property
-    def bulk(self) -> Any:
-        """The passages' fastembed model on a single-threaded session, made on first use.
-
-        A session holds about 90 MB, which a process that never embeds passages (the retriever, the
-        generator) does not pay.
-        """
-        with self._bulk_lock:
-            if self._bulk is None:
-                from fastembed import TextEmbedding
-
-                bulk = TextEmbedding(DENSE_MODEL_NAME, specific_model_path=str(self._model_dir), threads=1)
-                _lean_session(bulk, self._model_dir / "model.onnx", threads=1)
-                self._bulk = bulk
-            return self._bulk
-
     def _dense_batch(self, batch: list[str]) -> list[list[float]]:
-        return [v.tolist() for v in self.bulk.embed(batch, batch_size=DENSE_BATCH)]
+        return [v.tolist() for v in self.dense.embed(batch, batch_size=DENSE_BATCH)]
 
     def embed_sentences(self, texts: Sequence[str]) -> list[list[float]]:
-        """Dense vectors on the single-threaded session, for work off the question path.
-
-        Ingest's meaning check embeds a few sentences of a chunk at a time: on the query session,
-        whose threads wake and spin for each run, that costs about twice the CPU for the same vectors.
-        """
+        """Dense vectors of sentences, in batches of ``DENSE_BATCH`` (ingest's meaning check)."""
         return self._dense_batch(list(texts)) if texts else []
 
     def embed_dense(self, texts: Sequence[str]) -> list[list[float]]:
@@ -353,11 +329,11 @@ def _lean_session(embedding: Any, model_file: Path, threads: int | None = None) 
 
 
 def onnx_spinning() -> bool:
-    """``RAG_ONNX_SPINNING`` (default on): whether idle onnxruntime threads spin after each run.
+    """``RAG_ONNX_SPINNING`` (default on): whether a multi-threaded session's idle threads spin.
 
-    Spinning answers a single question fastest; sleeping leaves the core to nats-server and the
-    other stages, which a busy system turns into throughput (docs/decisions/0300-decisions-in-force.md:
-    off, c1 answer p50 +2 to +7 ms, c8 +15 %, process CPU per question over NATS 9-12 -> 4-7 ms).
+    Only the cross-encoder's session is multi-threaded. Spinning gives one run its lowest
+    latency; sleeping leaves the core to nats-server and the other stages. The embedding models'
+    sessions are single-threaded, so they never spin.
     """
     value = os.environ.get("RAG_ONNX_SPINNING", "true").strip().lower()
     if value not in {"true", "false", "1", "0", "yes", "no", "on", "off"}:
