@@ -4,12 +4,14 @@ The retriever's topics and the generator's sentences are ordered by the same rul
 
 Seeds go in fours (0-3, 4-7, ...). A stable hash of an item and its four splits the material into
 four parts, one for each seed of the four; a seed takes its own part first, then the next seed's,
-and so on round (``seed_rank``: 0 for its own part). So a paper of n sentences out of N shares none
-of them with another seed of its four while N >= 4n, and at N = 2.5n only what it took from the
-next seed's part: at most 37.5 % with that seed, none with the others. Seeds of different fours
-split the material independently: their papers share about n / N, as two independent orders would.
-Split by parity alone, every two seeds of the same parity (1 and 3) started from the same half:
-about 2n / N.
+and so on in turn (``seed_rank``: 0 for its own part). Were every item askable, a paper of n items
+out of N would share none with another seed of its four while each part holds n, and at N = 2.5n
+(parts even, as ``seed_ranks`` deals a unit's sections) only what it took from the next seed's
+part: 37.5 % with that seed, none with the other two. Seeds of different fours split the material
+independently: their papers share about n / N, as two independent orders would. Split by parity
+alone, every two seeds of the same parity (1 and 3) started from the same half: about 2n / N.
+How much two papers share in fact, with forms that can ask only some sentences, is measured
+(``rag_evaluator.material``).
 """
 
 from __future__ import annotations
