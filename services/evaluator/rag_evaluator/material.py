@@ -66,9 +66,10 @@ def material_said(material: Sequence[UnitMaterial]) -> str:
     for unit in material:
         if not unit.enough:
             share = expected_share(unit.used, unit.sentences)
+            often = f", often more than {MAX_SHARED:.0%}" if share <= MAX_SHARED else ""
             said += (
                 f" Too little for a second, different paper from {_where(unit)}: a paper of another seed would"
-                f" repeat about {share:.0%} of these sentences, often more than {MAX_SHARED:.0%}"
+                f" repeat about {share:.0%} of these sentences{often}"
                 f" (about {sentences_needed(unit.used)} sentences would leave room for one)."
             )
     return said
