@@ -1,5 +1,5 @@
 """Generate the small course the assessment tests and ``make eval-assessments`` read, from the shared
-NATS documentation: a Word handbook of seven chapters and a PowerPoint deck.
+NATS documentation: a Word handbook of nine chapters and a PowerPoint deck.
 
 Writes into samples/course/corpus/:
   - operating-nats.docx  (title "Operating NATS"; front matter, then "Chapter N: <topic>" chapters,
@@ -58,7 +58,12 @@ CHAPTERS: list[tuple[str, list[str], list[str], list[str]]] = [
         "Monitoring",
         [
             "running-a-nats-service/configuration/monitoring.md",
+            "running-a-nats-service/nats_admin/monitoring/README.md",
+            "running-a-nats-service/nats_admin/monitoring/monitoring_jetstream.md",
+            "running-a-nats-service/configuration/logging.md",
+            "using-nats/nats-tools/nats_top/README.md",
             "running-a-nats-service/nats_admin/slow_consumers.md",
+            "using-nats/developing-with-nats/connecting/pingpong.md",
         ],
         ["Enable the monitoring port", "Recognise a slow consumer"],
         ["Open the varz endpoint in a browser", "Reproduce a slow consumer with a large message flood"],
@@ -80,6 +85,18 @@ CHAPTERS: list[tuple[str, list[str], list[str], list[str]]] = [
         ["running-a-nats-service/configuration/leafnodes/README.md"],
         ["Connect a leaf node to a cluster", "Explain how leaf nodes extend a security domain"],
         ["Configure a leaf node with credentials", "Send a message from the leaf node to the hub"],
+    ),
+    (
+        "Accounts",
+        ["running-a-nats-service/configuration/securing_nats/accounts.md"],
+        ["Isolate two teams' subjects in accounts", "Share a stream between accounts with exports and imports"],
+        ["Create two accounts and publish across them", "Import a service from another account"],
+    ),
+    (
+        "JetStream",
+        ["nats-concepts/jetstream/README.md"],
+        ["Explain what JetStream adds to Core NATS", "Choose between memory and file storage"],
+        ["Enable JetStream on a server", "Replay a stream from a point in time"],
     ),
 ]
 DECK_SOURCE = "running-a-nats-service/configuration/clustering/README.md"

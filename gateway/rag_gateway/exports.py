@@ -1,5 +1,6 @@
 """An assessment as a teacher takes it away: Markdown (the paper, then the answer key) and Moodle
-GIFT (pure).
+GIFT (pure). A short or long answer's marking scheme goes with its model answer in every export:
+the marker needs the points and their marks, not only the answer.
 
 GIFT (https://docs.moodle.org/en/GIFT_format): one question a block, blocks apart by a blank line;
 ``::title::`` then the stem, then ``{...}`` with ``=right`` and ``~wrong`` options (MCQ) or an
@@ -29,6 +30,23 @@ def _where(citation: Citation) -> str:
     return ", ".join(parts)
 
 
+def _marks(marks: float) -> str:
+    return f"{marks:g} mark{'' if marks == 1 else 's'}"
+
+
+def scheme_lines(question: Question) -> list[str]:
+    """The marking scheme, a point a line: its marks, then what earns them."""
+    return [f"{_marks(p.marks)}: {p.point}" for p in question.scheme]
+
+
+def grader_notes(question: Question) -> str:
+    """The model answer and the marking scheme as one paragraph (GIFT feedback, Moodle grader info)."""
+    notes = f"Model answer: {question.answer}"
+    if question.scheme:
+        notes += " Marking scheme: " + "; ".join(scheme_lines(question)) + "."
+    return notes
+
+
 def gift_question(question: Question, number: int) -> str:
     """One GIFT question, titled with its number in the paper (questions dropped leave no gap)."""
     title = gift_escape(f"Q{number} {question.kind} {question.bloom}")
@@ -41,7 +59,7 @@ def gift_question(question: Question, number: int) -> str:
             for i, option in enumerate(question.options)
         )
         return f"{comment}::{title}::{stem} {{ {options} }}"
-    feedback = gift_escape(f"Model answer: {question.answer}")
+    feedback = gift_escape(grader_notes(question))
     return f"{comment}::{title}::[markdown]{stem} {{ ####{feedback} }}"
 
 
@@ -56,7 +74,8 @@ def _title(state: AssessmentState) -> str:
 
 
 def to_markdown(state: AssessmentState) -> str:
-    """The paper (stems, options, marks) then the answer key (keys, model answers, sources)."""
+    """The paper (stems, options, marks) then the answer key (keys, model answers, marking schemes,
+    sources)."""
     total = sum(q.marks for q in state.questions)
     lines = [f"# {_title(state)}", "", f"Total marks: {total:g}. Difficulty: {state.blueprint.difficulty}.", ""]
     for number, q in enumerate(state.questions, start=1):
@@ -72,6 +91,9 @@ def to_markdown(state: AssessmentState) -> str:
             lines.append(f"**{number}.** {chr(65 + q.answer_index)}. {q.answer}")
         else:
             lines.append(f"**{number}.** {q.answer}")
+        if q.scheme:
+            lines.append("   - Marking scheme:")
+            lines += [f"      - {line}" for line in scheme_lines(q)]
         for c in q.citations:
             lines.append(f"   - Source: {_where(c)}")
         lines.append("")

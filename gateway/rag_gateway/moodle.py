@@ -6,7 +6,7 @@ its ``<name>``, ``<questiontext>`` and ``<defaultgrade>``. A multiple-choice que
 ``multichoice`` with ``<single>true</single>`` (one right option) and answers of fraction 100 (the
 key) and 0; a short question whose model answer is a term is ``shortanswer`` (Moodle marks it by
 matching the term), any other short or long question is an ``essay`` marked by the teacher from the
-model answer in ``<graderinfo>``. Texts are HTML-escaped (format ``html``), then XML-escaped by the
+model answer and marking scheme in ``<graderinfo>``. Texts are HTML-escaped (format ``html``), then XML-escaped by the
 serialiser, so a stem with ``<`` or ``&`` reads as written.
 """
 
@@ -16,6 +16,7 @@ import html
 import xml.etree.ElementTree as ET
 
 from rag_common.wire.messages.assessment import AssessmentState, Citation, Question
+from rag_gateway.exports import grader_notes
 
 # A model answer of at most this many words is a term Moodle can match; a longer one is an essay.
 SHORTANSWER_WORDS = 4
@@ -76,7 +77,7 @@ def moodle_question(question: Question, number: int) -> ET.Element:
         _value(element, "responserequired", "1")
         _value(element, "responsefieldlines", str(ESSAY_LINES.get(question.kind, 15)))
         _value(element, "attachments", "0")
-        _text(element, "graderinfo", f"Model answer: {question.answer}")
+        _text(element, "graderinfo", grader_notes(question))
         _text(element, "responsetemplate", "")
     return element
 

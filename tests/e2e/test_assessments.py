@@ -126,7 +126,15 @@ async def test_an_assessment_is_queued_built_checked_and_exported(
     assert [p.kind for p in parsed] == ["mcq", "mcq", "essay", "essay", "essay"]
     assert parsed[0].right == [questions[0]["answer"]]
     assert "## Answer key" in markdown
-    assert state["summary"] == "As asked: 5 questions, 20 marks."
+    assert state["summary"].startswith("As asked: 5 questions, 20 marks. Material: unit 'billing.md' holds ")
+    # Two small documents: each unit's sentences and those the paper uses, and no room for another paper.
+    material = {m["unit"]: m for m in state["material"]}
+    assert set(material) == {"billing.md", "Security > Audit logs"}
+    assert material["Security > Audit logs"]["used"] == len(
+        {c["quote"] for q in questions if q["unit"] == "Security > Audit logs" for c in q["citations"]}
+    )
+    assert not material["billing.md"]["enough"]
+    assert "Too little for a second, different paper from unit 'billing.md'" in state["summary"]
     assert moodle.headers["content-type"].startswith("application/xml")
     assert moodle.headers["content-disposition"].endswith('.xml"')
     quiz = ElementTree.fromstring(moodle.content)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, Validation
+from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question, UnitMaterial, Validation
+from rag_evaluator.material import material_said, with_use
 from rag_evaluator.question_checks import validate, withheld
 from rag_evaluator.shortfall import level_gaps, missed, shortfalls, summary
 
@@ -63,10 +64,12 @@ def regenerate(items: Sequence[AssessmentItem]) -> list[AssessmentItem]:
     ]
 
 
-def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int) -> None:
-    """The paper: the valid questions in spec order, the counts, the units met, and what is missing
+def finish(
+    state: AssessmentState, items: Sequence[AssessmentItem], round_: int, material: Sequence[UnitMaterial] = ()
+) -> None:
+    """The paper: the valid questions in spec order, the counts, the units met, what is missing
     and why (``dropped`` holds one entry per missing question, ``shortfall`` and ``summary`` say it
-    per type and in marks)."""
+    per type and in marks), and the material each unit holds against what the paper uses."""
     questions = [item.question for item in items if item.question is not None and item.question.validation.valid]
     state.questions = questions
     state.dropped = [_shown(q) for q in (missed(item) for item in items) if q is not None]
@@ -91,9 +94,12 @@ def finish(state: AssessmentState, items: Sequence[AssessmentItem], round_: int)
     state.marks_met = sum(q.marks for q in questions)
     state.shortfall = shortfalls(items, state.dropped)
     state.bloom_unsupported = level_gaps(state.blueprint.bloom_levels, questions)
+    state.material = with_use(material, questions)
     state.summary = summary(
         len(items), len(questions), state.marks_requested, state.marks_met, state.shortfall, state.bloom_unsupported
     )
+    if state.material:
+        state.summary += " " + material_said(state.material)
     seconds = [item.seconds for item in items]
     state.seconds_per_question = round(sum(seconds) / len(seconds), 4) if seconds else 0.0
 

@@ -172,7 +172,7 @@ class EvaluatorHandlers:
         if jobs is not None:
 
             def done(s: AssessmentState) -> None:
-                finish(s, items, drafted.round)
+                finish(s, items, drafted.round, drafted.material)
                 s.counts.rejected += rejected
 
             await jobs.update(job.id, done)

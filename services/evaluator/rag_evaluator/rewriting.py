@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rag_common.text.words import normal_words
 from rag_common.wire.messages.assessment import AssessmentItem, AssessmentState, Question
+from rag_evaluator.material import with_use
 
 
 def same_question(new: Question, old: Question) -> bool:
@@ -52,6 +53,7 @@ def apply_rewrite(state: AssessmentState, items: Sequence[AssessmentItem], index
             units[q.unit] = units.get(q.unit, 0) + 1
         state.units_met = units
         state.marks_met = sum(q.marks for q in state.questions)
+        state.material = with_use(state.material, state.questions)
         edit = f"Wrote question {number} again; it was: {old.stem}"
         state.edits.append(edit)
         return edit

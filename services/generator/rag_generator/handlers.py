@@ -61,7 +61,9 @@ class GeneratorHandlers:
 
         with self.telemetry.tracer.start_as_current_span("assessment_generation"):
             items = await write_items(self.settings, retrieved, self.assessment_metrics, progress)
-        drafted = AssessmentDrafted(assessment=job, items=items, foils=retrieved.foils, round=retrieved.round)
+        drafted = AssessmentDrafted(
+            assessment=job, items=items, foils=retrieved.foils, round=retrieved.round, material=retrieved.material
+        )
         message_id = f"{job.id}:drafted:{retrieved.round}"
         await publish_assessment(self.broker, drafted, subjects.ASSESSMENT_DRAFTED, message_id)
 

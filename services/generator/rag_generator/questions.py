@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from rag_common.text.seeding import SEEDS_APART, seed_rank
 from rag_common.text.words import normal_words
 from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import (
@@ -47,7 +48,7 @@ from rag_generator.forms_text import (
     term_candidates,
 )
 from rag_generator.linguistics import Term, question_for
-from rag_generator.material import Sentence, content_sentences, seed_half, seeded, unmarked_candidates
+from rag_generator.material import Sentence, content_sentences, seeded, unmarked_candidates
 
 __all__ = ["LONG_SENTENCES", "Pool", "term_pool", "unmarked_candidates", "write_question"]
 
@@ -283,28 +284,37 @@ def write_question(
 ) -> Question | None:
     """The question for one spec, at its level or the highest below it the passages support, or None
     when they offer nothing to ask. Sentences an earlier (rejected) attempt used are not used again,
-    nor those other questions of the paper rest on (``taken``, normalised)."""
+    nor those other questions of the paper rest on (``taken``, normalised).
+
+    An MCQ is drawn from the seed's own part of the sentences at any level before another seed's
+    part at its own level (``rag_common.text.seeding``): the sentences few forms can use (a
+    definition to describe, a reason) would otherwise be every seed's, and two papers would share
+    them. A short or long answer needs two sentences or more, from two passages to compare: its
+    level comes first."""
     rng = random.Random(f"{seed}:{spec.index}:{len(rejected)}")
     avoid = {normal_words(c.quote) for q in rejected for c in q.citations} | set(taken)
     sentences = seeded(content_sentences(passages, avoid), seed, spec.index + 3 * len(rejected))
     if not sentences:
         return None
-    for level in _levels_from(spec.bloom):
-        if spec.kind == "mcq":  # the seed's own half of the sentences by every form, then the rest
-            own = [s for s in sentences if seed_half(normal_words(s.text), seed)]
-            for group in (own, [s for s in sentences if s not in own]):
-                for form in MCQ_FORMS.get(level, ()):
-                    for s in group:
-                        draft = form(s, pool, embed, rng)
-                        if draft:
-                            return _question(spec, level, draft, rng)
-        else:
-            if spec.kind == "long" and level == "remember":
-                continue  # a long answer is more than a recall
-            for open_form in OPEN_FORMS.get(level, ()):
-                draft = open_form(sentences, spec.kind, pool)
-                if draft:
-                    return _question(spec, level, draft, rng)
+    ranks = [seed_rank(normal_words(s.text), seed) for s in sentences]
+    for parts in ((0,), tuple(range(SEEDS_APART))) if spec.kind == "mcq" else (tuple(range(SEEDS_APART)),):
+        within = [s for s, r in zip(sentences, ranks, strict=True) if r in parts]
+        for level in _levels_from(spec.bloom):
+            if spec.kind == "mcq":  # part by part, every form in each
+                for rank in parts:
+                    group = [s for s, r in zip(sentences, ranks, strict=True) if r == rank]
+                    for form in MCQ_FORMS.get(level, ()):
+                        for s in group:
+                            draft = form(s, pool, embed, rng)
+                            if draft:
+                                return _question(spec, level, draft, rng)
+            else:
+                if spec.kind == "long" and level == "remember":
+                    continue  # a long answer is more than a recall
+                for open_form in OPEN_FORMS.get(level, ()):
+                    draft = open_form(within, spec.kind, pool)
+                    if draft:
+                        return _question(spec, level, draft, rng)
     if spec.kind == "mcq":
         for s in sentences:
             draft = _recall(s, pool, embed, rng, plain=True)

@@ -12,7 +12,7 @@ from rag_common.store.contract import DENSE, SPARSE, SideQuery
 from rag_common.text.course_parts import content_section
 from rag_common.transport.consuming import PermanentError
 from rag_common.wire.messages import Passage
-from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec
+from rag_common.wire.messages.assessment import Assessment, AssessmentItem, QuestionSpec, UnitMaterial
 from rag_retriever.assessment import (
     Key,
     Scored,
@@ -28,6 +28,7 @@ from rag_retriever.assessment import (
     sample_foils,
     topic_query,
 )
+from rag_retriever.material import unit_material
 from rag_retriever.search import Retriever
 from rag_retriever.selection import marked_spans
 from rag_retriever.settings import AssessmentRecipeSettings
@@ -50,8 +51,9 @@ def _collection_chunks(
 
 def assessment_items(
     retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment
-) -> tuple[list[AssessmentItem], list[Passage]]:
-    """Each spec of the blueprint with its passages, and foils for distractors."""
+) -> tuple[list[AssessmentItem], list[Passage], list[UnitMaterial]]:
+    """Each spec of the blueprint with its passages, foils for distractors, and the sentences each
+    unit holds (``rag_retriever.material``)."""
     s, blueprint = recipe_settings, job.blueprint
     collection = blueprint.collection
     chunks, by_key = _collection_chunks(retriever, s, collection)
@@ -69,7 +71,7 @@ def assessment_items(
         _passage(n, Scored(key=("", 0), score=0.0, payload=c))
         for n, c in enumerate(sample_foils(chunks, s.foils, blueprint.seed, s.foil_chars), 1)
     ]
-    return items, foils
+    return items, foils, unit_material(chunks, blueprint.units)
 
 
 def check_units(sections: list[Section], units: list[str], collection: str) -> None:
@@ -97,11 +99,12 @@ def check_units(sections: list[Section], units: list[str], collection: str) -> N
 
 def regeneration_items(
     retriever: Retriever, recipe_settings: AssessmentRecipeSettings, job: Assessment, items: list[AssessmentItem]
-) -> list[AssessmentItem]:
+) -> tuple[list[AssessmentItem], list[UnitMaterial]]:
     """The regeneration pass: each item to write again (no question) gets the passages of a section of
     its unit that no question of the paper drew on (``reassign_topics``), found by the same recipe with
     every chunk the paper already used penalised; the accepted items stay as they are. A question
-    whose passages offered nothing to ask, or only rejected questions, is so written from others."""
+    whose passages offered nothing to ask, or only rejected questions, is so written from others.
+    With them, the sentences each unit holds."""
     s, blueprint = recipe_settings, job.blueprint
     chunks, by_key = _collection_chunks(retriever, s, blueprint.collection)
     redo = [item.spec for item in items if item.question is None]
@@ -120,7 +123,7 @@ def regeneration_items(
         record_usage(used, picked)
         passages = [_passage(n, c) for n, c in enumerate(picked, start=1)]
         out.append(item.model_copy(update={"spec": spec, "passages": passages}))
-    return out
+    return out, unit_material(chunks, blueprint.units)
 
 
 def recipe(

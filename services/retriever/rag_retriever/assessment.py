@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 import random
 import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from rag_common.store.contract import Hit
 from rag_common.text.course_parts import content_section
+from rag_common.text.seeding import seed_ranks
 from rag_common.wire.messages.assessment import (
     BLOOM_LEVELS,
     QUESTION_KINDS,
@@ -109,8 +109,8 @@ def assign_topics(
     specs: Sequence[QuestionSpec], sections: Sequence[Section], seed: int, min_words: int = 25
 ) -> list[QuestionSpec]:
     """Give each spec a section of its unit to draw from: sections in a seeded order, the seed's own
-    half first (``seed_half``), each used once before any is used again; long questions take the
-    longest sections of that half first."""
+    part first (``rag_common.text.seeding``), each used once before any is used again; long
+    questions take the longest sections of that part first."""
     rng = random.Random(seed)
     queues: dict[tuple[str, str], list[Section]] = {}
     out: list[QuestionSpec] = []
@@ -136,7 +136,7 @@ def reassign_topics(
 ) -> list[QuestionSpec]:
     """Give each spec to write again a section of its unit that no question of the paper drew on
     (``taken``: the topics already assigned), so its question comes from other passages: sections in
-    a seeded order (the seed's own half first), each given once, long questions served first and the
+    a seeded order (the seed's own part first), each given once, long questions served first and the
     longest first. A spec whose
     unit has no such section keeps its own (the recipe then ranks the chunks it used last)."""
     rng = random.Random(f"{seed}:regenerate")
@@ -155,18 +155,13 @@ def reassign_topics(
     return out
 
 
-def seed_half(key: str, seed: int) -> bool:
-    """Whether ``key`` (a topic, a sentence) is in the seed's own half of the material: a stable
-    hash splits it in two, odd seeds take one half first and even seeds the other, so two
-    consecutive seeds (a paper and its second version) start from different material."""
-    return zlib.crc32(key.encode()) % 2 == seed % 2
-
-
 def _seed_order(pool: Sequence[Section], rng: random.Random, seed: int, longest: bool) -> list[Section]:
-    """The sections in a seeded order, the seed's own half first (``longest``: by length in each)."""
+    """The sections in a seeded order, the seed's own part first (``rag_common.text.seeding``, the
+    parts even in size); ``longest``: by length in each part (a long answer needs the most material)."""
     out = list(pool)
     rng.shuffle(out)
-    out.sort(key=lambda s: (not seed_half(_topic_of(s), seed), -s.words if longest else 0))
+    ranks = seed_ranks((_topic_of(s) for s in out), seed)
+    out.sort(key=lambda s: (ranks[_topic_of(s)], -s.words if longest else 0))
     return out
 
 
@@ -315,9 +310,21 @@ def record_usage(used: dict[Key, int], picked: Sequence[Scored]) -> None:
 
 
 def sample_foils(chunks: Sequence[Mapping[str, Any]], limit: int, seed: int, max_chars: int) -> list[dict[str, Any]]:
-    """A seeded sample of the collection's chunks (text cut to ``max_chars``): where the generator
-    finds same-type terms for distractors."""
+    """A seeded sample of the collection's chunks (text cut to whole sentences within ``max_chars``):
+    where the generator finds same-type terms and descriptions for distractors."""
     pool = [c for c in chunks if not c.get("boilerplate") and str(c.get("text", "")).strip()]
     rng = random.Random(seed)
     picked = rng.sample(pool, min(limit, len(pool)))
-    return [{**c, "text": str(c.get("text", ""))[:max_chars]} for c in picked]
+    return [{**c, "text": whole_sentences(str(c.get("text", "")), max_chars)} for c in picked]
+
+
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)|\n")
+
+
+def whole_sentences(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` at the end of its last whole sentence or line: a sentence cut
+    mid-word ("... verifies the need f") would be offered as a distractor as it stands."""
+    if len(text) <= max_chars:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text[: max_chars + 1])]
+    return text[: ends[-1]].rstrip() if ends else ""

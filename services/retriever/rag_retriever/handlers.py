@@ -129,17 +129,17 @@ class RetrieverHandlers:
         if jobs is not None:
             await jobs.update(job.id, in_stage("retrieving"))
         with self.telemetry.tracer.start_as_current_span("assessment_retrieval"):
-            items, foils = await asyncio.to_thread(assessment_items, self.search, self.recipe, job)
-        retrieved = AssessmentRetrieved(assessment=job, items=items, foils=foils)
+            items, foils, material = await asyncio.to_thread(assessment_items, self.search, self.recipe, job)
+        retrieved = AssessmentRetrieved(assessment=job, items=items, foils=foils, material=material)
         await publish_assessment(self.broker, retrieved, subjects.ASSESSMENT_RETRIEVED, f"{job.id}:retrieved:1")
 
     async def on_assessment_rejected(self, rejected: AssessmentRejected) -> None:
         """Passages of another section for each question the evaluator (or the teacher) sent back."""
         job = rejected.assessment
         with self.telemetry.tracer.start_as_current_span("assessment_retrieval"):
-            items = await asyncio.to_thread(regeneration_items, self.search, self.recipe, job, rejected.items)
+            items, material = await asyncio.to_thread(regeneration_items, self.search, self.recipe, job, rejected.items)
             foils = rejected.foils or await asyncio.to_thread(assessment_foils, self.search, self.recipe, job)
-        again = AssessmentRetrieved(assessment=job, items=items, foils=foils, round=rejected.round)
+        again = AssessmentRetrieved(assessment=job, items=items, foils=foils, round=rejected.round, material=material)
         message_id = f"{job.id}:retrieved:{rejected.round}"
         await publish_assessment(self.broker, again, subjects.ASSESSMENT_RETRIEVED, message_id)
 

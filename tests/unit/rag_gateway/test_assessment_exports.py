@@ -81,3 +81,24 @@ def test_moodle_xml_parses_with_moodle_types_marks_and_keys() -> None:
     assert essay.findtext("graderinfo/text") == "Model answer: First, open Settings. Then choose a plan."
     assert essay.findtext("responseformat") == "editor"
     assert essay.findall("answer") == []
+
+
+def test_every_export_carries_a_long_answers_marking_scheme() -> None:
+    from rag_common.wire.messages.assessment import MarkingPoint
+    from rag_gateway.exports import to_markdown
+
+    scheme = [
+        MarkingPoint(point="Open Settings", marks=4, citation=CITED[0]),
+        MarkingPoint(point="Choose a plan", marks=2, citation=CITED[0]),
+    ]
+    long = question(6, "long", "First, open Settings. Then choose a plan.", 6, scheme=scheme)
+    paper = PAPER.model_copy(update={"questions": [*PAPER.questions[:4], long]})
+
+    key = to_markdown(paper).split("## Answer key")[1]
+    assert "   - Marking scheme:\n      - 4 marks: Open Settings\n      - 2 marks: Choose a plan\n" in key
+    feedback = parse_gift(to_gift(paper))[4].feedback
+    assert feedback.endswith("Marking scheme: 4 marks: Open Settings; 2 marks: Choose a plan.")
+    quiz = ElementTree.fromstring(to_moodle_xml(paper).encode())
+    assert (quiz.findall("question")[4].findtext("graderinfo/text") or "").endswith(
+        "Marking scheme: 4 marks: Open Settings; 2 marks: Choose a plan."
+    )

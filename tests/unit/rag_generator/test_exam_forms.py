@@ -224,3 +224,36 @@ def test_a_description_of_the_same_subject_is_never_a_distractor_for_it() -> Non
     offered = other_subjects("Northwind Standard plan", pool)
     assert not any(m.startswith("a basic plan") or m.startswith("a contract") for m in offered)
     assert any(m.startswith("a fixed amount") for m in offered)
+
+
+def test_a_question_asks_one_clause_not_the_one_joined_to_it() -> None:
+    tuned = Passage(
+        n=5,
+        source=SOURCE,
+        section="Chapter 4: Monitoring > Handling slow consumers",
+        text=(
+            "The NATS server can be tuned to determine how much data can be buffered before a consumer is "
+            "considered slow, and some officially supported clients allow buffer sizes to be adjusted."
+        ),
+    )
+    tools = Passage(
+        n=6,
+        source=SOURCE,
+        section="Chapter 4: Monitoring > Monitoring Tools",
+        text=(
+            "The Prometheus NATS Exporter scrapes the monitoring endpoints of every server. "
+            "The NATS CLI reports the state of every stream on the command line. "
+            "The Surveyor service collects statistics from a whole deployment of servers. "
+            "The Grafana dashboard shows the statistics of the servers to operators."
+        ),
+    )
+    pool = term_pool([FOIL, AUTH, tools, tuned])
+    spec = QuestionSpec.model_validate({"index": 0, "kind": "mcq", "bloom": "remember"})
+
+    question = write_question(spec, [tuned], pool, seed=1)
+
+    assert question is not None
+    assert question.stem == (
+        "What can be tuned to determine how much data can be buffered before a consumer is considered slow?"
+    )
+    assert question.citations[0].quote == tuned.text  # the key still rests on the whole sentence

@@ -1,7 +1,9 @@
-"""Two seeds of the same paper (a teacher's paper and its second version) rest on different
-sentences where the material has enough of them."""
+"""Two seeds of the same paper (a teacher's paper and its second version, or any two) rest on
+different sentences where the material has enough of them: 2.5 times the sentences one paper uses."""
 
 from __future__ import annotations
+
+from itertools import combinations
 
 import pytest
 
@@ -24,7 +26,33 @@ FACTS = [
     "The upload service accepts files of at most 25 megabytes.",
     "The scheduler starts at most 12 jobs at the same time.",
 ]
+MORE_FACTS = [
+    "The ledger service closes each accounting period after 31 days.",
+    "The thumbnail worker renders each preview in 2 sizes.",
+    "The firewall drops a packet after 4 failed handshakes.",
+    "The notification hub batches its push messages every 20 minutes.",
+    "The license server checks each seat once every 24 hours.",
+    "The crawler visits every partner site at most 3 times a week.",
+    "The session store forgets a session after 45 minutes of silence.",
+    "The payroll job pays the salaries on the 25th day of each month.",
+    "The image service resizes every upload to 1200 pixels.",
+    "The alert manager pages the engineer on call after 2 failed checks.",
+    "The build farm keeps each artifact for 60 days.",
+    "The chat relay drops a message larger than 64 kilobytes.",
+    "The storage tier moves cold objects to tape after 180 days.",
+    "The deploy tool rolls back a release after 3 failed probes.",
+    "The identity broker refreshes its signing certificates every 90 days.",
+    "The printer queue cancels a stalled job after 10 minutes.",
+    "The survey service closes each poll after 72 hours.",
+    "The vault service unseals itself with 5 key shares.",
+    "The video encoder cuts every stream into segments of 6 seconds.",
+    "The warehouse sync imports the stock levels every 30 minutes.",
+    "The ticket desk escalates an unanswered ticket after 8 hours.",
+    "The geocoder caches each address lookup for 12 days.",
+]
 PASSAGES = [Passage(n=1, source="ops.md", section="Operations > Services", text=" ".join(FACTS))]
+# Thirty-two sentences for papers of four: eight times what one paper uses.
+ENOUGH = [Passage(n=1, source="ops.md", section="Operations > Services", text=" ".join(FACTS + MORE_FACTS))]
 FOILS = [
     Passage(
         n=2,
@@ -37,13 +65,13 @@ FOILS = [
 ]
 
 
-def paper_sentences(seed: int, questions: int = 4) -> set[str]:
+def paper_sentences(seed: int, questions: int = 4, passages: list[Passage] = PASSAGES) -> set[str]:
     """The sentences a paper of ``questions`` MCQs rests on, written as the generator writes a paper."""
-    pool = term_pool([*FOILS, *PASSAGES])
+    pool = term_pool([*FOILS, *passages])
     taken: set[str] = set()
     for index in range(questions):
         spec = QuestionSpec.model_validate({"index": index, "kind": "mcq", "bloom": "remember", "marks": 1})
-        question = write_question(spec, PASSAGES, pool, seed, taken=taken)
+        question = write_question(spec, passages, pool, seed, taken=taken)
         assert question is not None
         taken |= {normal_words(c.quote) for c in question.citations}
     return taken
@@ -54,3 +82,14 @@ def test_two_consecutive_seeds_share_at_most_40_percent_of_their_sentences(first
     one, two = paper_sentences(first), paper_sentences(first + 1)
     assert len(one) == len(two) == 4
     assert len(one & two) / 4 <= 0.4, sorted(one & two)
+
+
+def test_any_two_seeds_of_a_four_share_at_most_40_percent_of_their_sentences_on_enough_material() -> None:
+    papers = {seed: paper_sentences(seed, passages=ENOUGH) for seed in range(12)}
+    assert all(len(sentences) == 4 for sentences in papers.values())
+    for a, b in combinations(papers, 2):
+        if a // 4 == b // 4:  # 1 and 3 as much as 1 and 2: not the same half for two odd seeds
+            assert len(papers[a] & papers[b]) / 4 <= 0.4, (a, b, sorted(papers[a] & papers[b]))
+    # Seeds of different fours order the sentences independently: they share about 4 / 28 of them.
+    shares = [len(papers[a] & papers[b]) / 4 for a, b in combinations(papers, 2) if a // 4 != b // 4]
+    assert sum(shares) / len(shares) <= 0.25

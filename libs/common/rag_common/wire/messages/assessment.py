@@ -145,6 +145,25 @@ class Question(BaseModel):
     validation: Validation = Field(default_factory=Validation)
 
 
+class UnitMaterial(BaseModel):
+    """How much a unit holds for the paper asked.
+
+    The sentences a question may be drawn from, and how many of them the paper rests on: papers of
+    two seeds share about ``used / sentences`` of them.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    unit: str = Field("", description="as the blueprint names it; empty: the whole collection")
+    sentences: int = Field(
+        0, description="distinct sentences of its content sections that read as statements of 7-45 words"
+    )
+    used: int = Field(0, description="of them, the sentences the paper's questions rest on")
+    enough: bool = Field(
+        True, description="room for a paper of another seed sharing at most 40 % of them: sentences >= 2.5 x used"
+    )
+
+
 class AssessmentItem(BaseModel):
     """One spec on its way through the stages: its passages, then its question."""
 
@@ -188,6 +207,7 @@ class AssessmentRetrieved(Message):
     items: list[AssessmentItem]
     foils: list[Passage] = Field(default_factory=list)
     round: int = 1
+    material: list[UnitMaterial] = Field(default_factory=list, description="per unit, the sentences to draw from")
 
 
 class AssessmentDrafted(Message):  # noqa: D101 (a docstring would change its published schema description)
@@ -196,6 +216,7 @@ class AssessmentDrafted(Message):  # noqa: D101 (a docstring would change its pu
     items: list[AssessmentItem]
     foils: list[Passage] = Field(default_factory=list)
     round: int = 1
+    material: list[UnitMaterial] = Field(default_factory=list)
 
 
 class AssessmentRejected(Message):
@@ -278,6 +299,10 @@ class AssessmentState(BaseModel):
     )
     bloom_unsupported: list[LevelGap] = Field(
         default_factory=list, description="Bloom levels asked for that the material could not support, with why"
+    )
+    material: list[UnitMaterial] = Field(
+        default_factory=list,
+        description="per unit, the sentences to draw from and those the paper uses: room for another seed's paper",
     )
     summary: str = Field("", description="the paper against the request, in words: met, or what is missing and why")
     edits: list[str] = Field(
