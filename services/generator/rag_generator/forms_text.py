@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -208,6 +209,8 @@ class Pool:
     clauses: list[str] = field(default_factory=list)  # "because ...", "to ...", "so that ...", "by ..."
     meanings: list[str] = field(default_factory=list)  # the predicate of a definition: "a string that ..."
     defines: dict[str, str] = field(default_factory=dict)  # a meaning -> the term it defines there
+    # How many content sentences each term (normalised) is the subject of: the material's main actor
+    subjects: Counter[str] = field(default_factory=Counter)
 
 
 def build_pool(passages: Sequence[Passage]) -> Pool:
@@ -215,6 +218,7 @@ def build_pool(passages: Sequence[Passage]) -> Pool:
     pool = Pool()
     seen: set[str] = set()
     for sentence in content_sentences(passages):
+        pool.subjects.update({normal_words(t.text) for t in sentence.terms if t.role == "subject"})
         for term in sentence.terms:
             key = f"{term.kind}:{normal_words(term.text)}"
             if key not in seen:

@@ -174,7 +174,12 @@ def wh_phrase(term: Term) -> str:
 
 
 def _finish(text: str) -> str:
-    text = re.sub(r"^(?:note that|also,|however,|for example,)\s+", "", text.strip(), flags=re.IGNORECASE)
+    text = re.sub(
+        r"^(?:note that|also,|however,|for example,|in addition,|additionally,|furthermore,|moreover,)\s+",
+        "",
+        text.strip(),
+        flags=re.IGNORECASE,
+    )
     text = text.rstrip(" .;!")
     return text[:1].upper() + text[1:] + "?"
 
@@ -207,6 +212,9 @@ def first_clause_end(doc: Doc) -> int | None:
     return None
 
 
+_ALSO = re.compile(r"^(\s*(?:\w+\s+)?)(?:also|too)\s+", re.IGNORECASE)
+
+
 def question_for(doc: Doc, term: Term) -> str | None:
     """The sentence as a question asking for ``term``: a subject is replaced by its wh-word in front
     ("What allows clients to connect?"), a value or a code term in place ("... defaults to how many
@@ -223,6 +231,8 @@ def question_for(doc: Doc, term: Term) -> str | None:
             return None  # "The general idea is to ...": the subject says nothing to ask for
         wh = wh_phrase(term)
         wh = "what" if wh in {"who", "when"} and term.label not in {"PERSON"} else wh
+        # "What is also responsible ...?": the sentence's "also" points at a sentence the question lacks
+        after = _ALSO.sub(r"\1", after, count=1)
         return _finish(f"{lead}{wh} {after.strip()}")  # "After entering lame duck mode, what ..."
     if term.kind == "date":
         preposition = re.search(r"\b(?:in|on|at|since|by|from)\s+$", before)

@@ -101,6 +101,8 @@ def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, pl
             continue
         if s.asked.count(term.text) > 1:
             continue
+        if term.role == "subject" and pool.subjects[normal_words(term.text)] >= COMMON_SUBJECT:
+            continue
         stem = question_for(s.doc, term)
         if not stem or normal_words(term.text) in normal_words(stem):
             continue
@@ -108,6 +110,11 @@ def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, pl
         if len(distractors) == 3:
             return stem, term.text, [term.text, *distractors], 0, [(term.text, s)], "recall"
     return None
+
+
+# A subject of this many of the material's sentences is its main actor ("the NATS server", "Northwind
+# Health"): "What has a write deadline ...?" asks a student to guess it, not to know the material.
+COMMON_SUBJECT = 3
 
 
 def t_weak(term: Term) -> bool:
@@ -118,6 +125,8 @@ def t_weak(term: Term) -> bool:
 def _cloze(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> Draft | None:
     for term in s.terms:
         if s.asked.count(term.text) != 1 or term.kind not in {*_RECALL_KINDS, "name"}:
+            continue
+        if pool.subjects[normal_words(term.text)] >= COMMON_SUBJECT:
             continue
         distractors = pick(term.text, term_candidates(term, pool.terms), [s.passage], embed, rng)
         if len(distractors) == 3:

@@ -11,6 +11,7 @@ from rag_common.wire.messages import Passage
 from rag_common.wire.messages.assessment import BLOOM_FORMS, QuestionSpec
 from rag_evaluator.question_checks import validate
 from rag_generator.forms_text import other_subjects
+from rag_generator.linguistics import parse, question_for, terms
 from rag_generator.questions import term_pool, write_question
 
 pytestmark = pytest.mark.unit
@@ -257,3 +258,56 @@ def test_a_question_asks_one_clause_not_the_one_joined_to_it() -> None:
         "What can be tuned to determine how much data can be buffered before a consumer is considered slow?"
     )
     assert question.citations[0].quote == tuned.text  # the key still rests on the whole sentence
+
+
+def test_the_materials_main_actor_is_not_the_key_a_student_could_guess() -> None:
+    """When most sentences of a server manual open with "The NATS server", "What can be tuned ...?"
+    is answered by guessing it: no question asks for the material's main actor."""
+    tuned = Passage(
+        n=5,
+        source=SOURCE,
+        section="Chapter 4: Monitoring > Handling slow consumers",
+        text="The NATS server can be tuned to determine how much data can be buffered before a consumer is slow.",
+    )
+    tools = Passage(
+        n=6,
+        source=SOURCE,
+        section="Chapter 4: Monitoring > Monitoring Tools",
+        text=(
+            "The Prometheus NATS Exporter scrapes the monitoring endpoints of every server. "
+            "The NATS CLI reports the state of every stream on the command line. "
+            "The Surveyor service collects statistics from a whole deployment of servers. "
+            "The Grafana dashboard shows the statistics of the servers to operators."
+        ),
+    )
+    manual = Passage(
+        n=7,
+        source=SOURCE,
+        section="Chapter 4: Monitoring > Logging",
+        text=(
+            "The NATS server provides logging options on the command line. "
+            "The NATS server keeps count of the slow consumer errors it meets. "
+            "The NATS server reports its state on a monitoring port."
+        ),
+    )
+    spec = QuestionSpec.model_validate({"index": 0, "kind": "mcq", "bloom": "remember"})
+    alone = write_question(spec, [tuned], term_pool([FOIL, AUTH, tools, tuned]), seed=1)
+    assert alone is not None
+    assert alone.answer == "NATS server"  # one sentence of four about it: a fair question
+    among = write_question(spec, [tuned], term_pool([FOIL, AUTH, tools, tuned, manual]), seed=1)
+    assert among is None or among.answer != "NATS server"
+
+
+def test_a_stem_leaves_out_the_also_that_points_at_a_sentence_it_lacks() -> None:
+    asked = {}
+    for text in (
+        "Northwind Health is also responsible for processing and paying claims correctly.",
+        "In addition, the Allowed Amount also may vary depending on the type of service received.",
+    ):
+        doc = parse(text)
+        subject = next(t for t in terms(doc) if t.role == "subject")
+        asked[subject.text] = question_for(doc, subject)
+    assert asked == {
+        "Northwind Health": "What is responsible for processing and paying claims correctly?",
+        "Allowed Amount": "What may vary depending on the type of service received?",
+    }
