@@ -223,9 +223,11 @@ def test_a_foil_is_cut_to_whole_sentences_so_no_distractor_ends_mid_word() -> No
 
 def test_the_same_seed_draws_the_same_foils_whatever_order_the_store_lists_its_chunks_in() -> None:
     from types import SimpleNamespace
+    from typing import cast
 
     from rag_common.wire.messages.assessment import Assessment
     from rag_retriever.assessing import assessment_foils
+    from rag_retriever.search import Retriever
 
     chunks = [
         chunk(f"doc{d}", i, f"Fact {d}-{i} of the handbook is stated in full here.") for d in range(6) for i in range(8)
@@ -234,7 +236,10 @@ def test_the_same_seed_draws_the_same_foils_whatever_order_the_store_lists_its_c
 
     def foils(order: list[dict[str, object]]) -> list[str]:
         store = SimpleNamespace(collection_exists=lambda _c: True, scroll_chunks=lambda _c, _limit: list(order))
-        return [p.text for p in assessment_foils(SimpleNamespace(store=store), AssessmentRecipeSettings(), job)]
+        return [
+            p.text
+            for p in assessment_foils(cast(Retriever, SimpleNamespace(store=store)), AssessmentRecipeSettings(), job)
+        ]
 
     # The store lists points by id, which changes with the index version: the same chunks, reordered.
     assert foils(chunks) == foils(list(reversed(chunks))) == foils(sorted(chunks, key=lambda c: str(c["text"])[::-1]))
