@@ -38,11 +38,19 @@ from rag_retriever.units import Section, document_titles, in_unit, sections_of, 
 def _collection_chunks(
     retriever: Retriever, s: AssessmentRecipeSettings, collection: str
 ) -> tuple[list[dict[str, Any]], dict[Key, dict[str, Any]]]:
-    """The collection's chunks (for units, topics and foils) and the same by (document, chunk index)."""
+    """The collection's chunks (for units, topics and foils) and the same by (document, chunk index).
+
+    In document and chunk order, not the store's: the store lists points by id, and an id changes
+    with the index version (a setting that shapes no chunk still changes it), so the seeded sample
+    of foils, and with it the distractors and which sentences a form could ask, would change too.
+    """
     store = retriever.store
     if not store.collection_exists(collection):
         raise PermanentError("collection_not_found", f"unknown collection {collection!r}", 404)
-    chunks = store.scroll_chunks(collection, s.scan_limit)
+    chunks = sorted(
+        store.scroll_chunks(collection, s.scan_limit),
+        key=lambda c: (str(c.get("source", "")), str(c.get("document_id", "")), int(c.get("chunk_index", 0))),
+    )
     by_key: dict[Key, dict[str, Any]] = {
         (str(c.get("document_id", "")), int(c.get("chunk_index", 0))): c for c in chunks
     }

@@ -219,3 +219,27 @@ def test_a_foil_is_cut_to_whole_sentences_so_no_distractor_ends_mid_word() -> No
 
     assert foil["text"] == "A deductible is a fixed amount that the member pays before the plan pays."
     assert sample_foils(chunks, limit=5, seed=1, max_chars=len(text))[0]["text"] == text
+
+
+def test_the_same_seed_draws_the_same_foils_whatever_order_the_store_lists_its_chunks_in() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from rag_common.wire.messages.assessment import Assessment
+    from rag_retriever.assessing import assessment_foils
+    from rag_retriever.search import Retriever
+
+    chunks = [
+        chunk(f"doc{d}", i, f"Fact {d}-{i} of the handbook is stated in full here.") for d in range(6) for i in range(8)
+    ]
+    job = Assessment(id="a1", request_id="r1", blueprint=Blueprint(collection="c", counts={"mcq": 1}, seed=3))
+
+    def foils(order: list[dict[str, object]]) -> list[str]:
+        store = SimpleNamespace(collection_exists=lambda _c: True, scroll_chunks=lambda _c, _limit: list(order))
+        return [
+            p.text
+            for p in assessment_foils(cast(Retriever, SimpleNamespace(store=store)), AssessmentRecipeSettings(), job)
+        ]
+
+    # The store lists points by id, which changes with the index version: the same chunks, reordered.
+    assert foils(chunks) == foils(list(reversed(chunks))) == foils(sorted(chunks, key=lambda c: str(c["text"])[::-1]))
