@@ -70,6 +70,17 @@ FOIL = Passage(
     ),
 )
 PASSAGES = [LDM, AUTH, OBJECTIVES]
+TOOLS = Passage(
+    n=6,
+    source=SOURCE,
+    section="Chapter 4: Monitoring > Monitoring Tools",
+    text=(
+        "The Prometheus NATS Exporter scrapes the monitoring endpoints of every server. "
+        "The NATS CLI reports the state of every stream on the command line. "
+        "The Surveyor service collects statistics from a whole deployment of servers. "
+        "The Grafana dashboard shows the statistics of the servers to operators."
+    ),
+)
 
 
 def ask(kind: str, bloom: str, marks: float = 1.0, seed: int = 1, passages: list[Passage] = PASSAGES):  # type: ignore[no-untyped-def]
@@ -237,18 +248,7 @@ def test_a_question_asks_one_clause_not_the_one_joined_to_it() -> None:
             "considered slow, and some officially supported clients allow buffer sizes to be adjusted."
         ),
     )
-    tools = Passage(
-        n=6,
-        source=SOURCE,
-        section="Chapter 4: Monitoring > Monitoring Tools",
-        text=(
-            "The Prometheus NATS Exporter scrapes the monitoring endpoints of every server. "
-            "The NATS CLI reports the state of every stream on the command line. "
-            "The Surveyor service collects statistics from a whole deployment of servers. "
-            "The Grafana dashboard shows the statistics of the servers to operators."
-        ),
-    )
-    pool = term_pool([FOIL, AUTH, tools, tuned])
+    pool = term_pool([FOIL, AUTH, TOOLS, tuned])
     spec = QuestionSpec.model_validate({"index": 0, "kind": "mcq", "bloom": "remember"})
 
     question = write_question(spec, [tuned], pool, seed=1)
@@ -269,17 +269,6 @@ def test_the_materials_main_actor_is_not_the_key_a_student_could_guess() -> None
         section="Chapter 4: Monitoring > Handling slow consumers",
         text="The NATS server can be tuned to determine how much data can be buffered before a consumer is slow.",
     )
-    tools = Passage(
-        n=6,
-        source=SOURCE,
-        section="Chapter 4: Monitoring > Monitoring Tools",
-        text=(
-            "The Prometheus NATS Exporter scrapes the monitoring endpoints of every server. "
-            "The NATS CLI reports the state of every stream on the command line. "
-            "The Surveyor service collects statistics from a whole deployment of servers. "
-            "The Grafana dashboard shows the statistics of the servers to operators."
-        ),
-    )
     manual = Passage(
         n=7,
         source=SOURCE,
@@ -291,10 +280,10 @@ def test_the_materials_main_actor_is_not_the_key_a_student_could_guess() -> None
         ),
     )
     spec = QuestionSpec.model_validate({"index": 0, "kind": "mcq", "bloom": "remember"})
-    alone = write_question(spec, [tuned], term_pool([FOIL, AUTH, tools, tuned]), seed=1)
+    alone = write_question(spec, [tuned], term_pool([FOIL, AUTH, TOOLS, tuned]), seed=1)
     assert alone is not None
     assert alone.answer == "NATS server"  # one sentence of four about it: a fair question
-    among = write_question(spec, [tuned], term_pool([FOIL, AUTH, tools, tuned, manual]), seed=1)
+    among = write_question(spec, [tuned], term_pool([FOIL, AUTH, TOOLS, tuned, manual]), seed=1)
     assert among is None or among.answer != "NATS server"
 
 
