@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_common.text.askable import ANAPHORA, askable_text
+from rag_common.text.askable import ANAPHORA, NOTE, askable_text
 from rag_common.text.askable import clean_sentence as clean_sentence
 from rag_common.text.course_parts import content_section as content_section
 from rag_common.text.term_shape import shape_of
@@ -174,12 +174,7 @@ def wh_phrase(term: Term) -> str:
 
 
 def _finish(text: str) -> str:
-    text = re.sub(
-        r"^(?:note that|also,|however,|for example,|in addition,|additionally,|furthermore,|moreover,)\s+",
-        "",
-        text.strip(),
-        flags=re.IGNORECASE,
-    )
+    text = NOTE.sub("", text.strip())
     text = text.rstrip(" .;!")
     return text[:1].upper() + text[1:] + "?"
 

@@ -86,6 +86,16 @@ def _split_marks(marks: float, n: int) -> list[float]:
 # --- MCQ forms ---------------------------------------------------------------------------------------
 
 
+# A subject of this many of the material's sentences is its main actor ("the NATS server", "Northwind
+# Health"): "What has a write deadline ...?" asks a student to guess it, not to know the material.
+COMMON_SUBJECT = 3
+
+
+def guessable(term: Term, pool: Pool) -> bool:
+    """Whether ``term`` is the material's main actor, a key a student would guess."""
+    return pool.subjects[normal_words(term.text)] >= COMMON_SUBJECT
+
+
 def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, plain: bool = False) -> Draft | None:
     """A wh-question asking for the sentence's subject, value, command or setting (``plain``: a
     single common word may be the key too, when nothing better can be asked)."""
@@ -101,7 +111,7 @@ def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, pl
             continue
         if s.asked.count(term.text) > 1:
             continue
-        if term.role == "subject" and pool.subjects[normal_words(term.text)] >= COMMON_SUBJECT:
+        if term.role == "subject" and guessable(term, pool):
             continue
         stem = question_for(s.doc, term)
         if not stem or normal_words(term.text) in normal_words(stem):
@@ -110,11 +120,6 @@ def _recall(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random, pl
         if len(distractors) == 3:
             return stem, term.text, [term.text, *distractors], 0, [(term.text, s)], "recall"
     return None
-
-
-# A subject of this many of the material's sentences is its main actor ("the NATS server", "Northwind
-# Health"): "What has a write deadline ...?" asks a student to guess it, not to know the material.
-COMMON_SUBJECT = 3
 
 
 def t_weak(term: Term) -> bool:
@@ -126,7 +131,7 @@ def _cloze(s: Sentence, pool: Pool, embed: Embed | None, rng: random.Random) -> 
     for term in s.terms:
         if s.asked.count(term.text) != 1 or term.kind not in {*_RECALL_KINDS, "name"}:
             continue
-        if pool.subjects[normal_words(term.text)] >= COMMON_SUBJECT:
+        if guessable(term, pool):
             continue
         distractors = pick(term.text, term_candidates(term, pool.terms), [s.passage], embed, rng)
         if len(distractors) == 3:
