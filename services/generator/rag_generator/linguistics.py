@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rag_common.text.askable import ANAPHORA, NOTE, askable_text
+from rag_common.text.askable import ANAPHORA, OPENERS, askable_text
 from rag_common.text.askable import clean_sentence as clean_sentence
 from rag_common.text.course_parts import content_section as content_section
 from rag_common.text.term_shape import shape_of
@@ -173,8 +173,12 @@ def wh_phrase(term: Term) -> str:
     return _WH_BY_KIND.get(term.kind, "what")
 
 
+# A stem opens with none of a sentence's openers, nor with one that adds to a point made before.
+_OPENER = re.compile(rf"^(?:{'|'.join([*OPENERS, 'additionally,', 'furthermore,', 'moreover,'])})\s+", re.IGNORECASE)
+
+
 def _finish(text: str) -> str:
-    text = NOTE.sub("", text.strip())
+    text = _OPENER.sub("", text.strip())
     text = text.rstrip(" .;!")
     return text[:1].upper() + text[1:] + "?"
 

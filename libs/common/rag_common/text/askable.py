@@ -18,11 +18,9 @@ NOT_CONTENT_TEXT = re.compile(
     r"(?:this|these|those|that) (?:\w+ )?(?:example|step|screenshot|figure|table|image|one|way))\b",
     re.IGNORECASE,
 )
-# What ties a sentence to the one before it: cleaned from a sentence and from a question's stem.
-NOTE = re.compile(
-    r"^(?:note that|note:|also,|however,|for example,|in addition,|additionally,|furthermore,|moreover,)\s+",
-    re.IGNORECASE,
-)
+# What ties a sentence to the one before it, cleaned from a sentence ("Note that ...").
+OPENERS = ("note that", "note:", "also,", "however,", "for example,", "in addition,")
+NOTE = re.compile(rf"^(?:{'|'.join(OPENERS)})\s+", re.IGNORECASE)
 # Words run together where a table or a page lost its layout ("1.systemused", "Claude.stop_sequencesJSON").
 GLUED = re.compile(r"\d\.[a-z]{3,}|[a-z]{3,}\.[a-z_]{3,}[A-Z]|[a-z]{2,}[A-Z]{2,}[a-z]|\b[a-z]{3,}[A-Z][a-z]{2,}")
 LABEL = re.compile(r"^[A-Z][\w'’/-]*(?: [\w'’/-]+){0,3}:\s+(?=[A-Z])")
